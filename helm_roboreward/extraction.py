@@ -1,0 +1,341 @@
+"""Decoding the selected frames of a video with PyAV and storing them as JPEGs in a content-addressed cache.
+
+Design (see FINDINGS and the frame-extraction issue):
+
+- One demux pass (no decoding) lists every packet's timestamp and keyframe flag: the exact frame
+  count (header counts can be wrong), presentation order, and the keyframe index.
+- Decoding goes forward; it seeks only when the next wanted frame's keyframe lies beyond the
+  current decode position, so it decodes no more than needed and frames stay pixel-identical to
+  sequential decoding. Only kept frames are converted (and resized by swscale).
+- Frames go to ``<cache>/<key[:2]>/<key>/NNNN.jpg`` where ``key`` hashes the video bytes and every
+  sampling setting; each file is written to a temporary name and renamed, and the manifest is
+  written last, so a reader never sees a partial file and a cache hit needs no decoding. Identical
+  inputs give identical names and bytes, so many machines can share one cache without locks.
+- Nothing holds more than one decoded frame (plus the last one seen) in memory.
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import av
+from PIL import Image
+
+from helm_roboreward.frames import FrameOptions, scaled_size, select_frame_indices
+
+EXTRACTOR_VERSION = "1"
+"""Part of every cache key; bump when decoding or encoding changes the stored bytes."""
+
+MANIFEST_FILE = "frames.json"
+_HASH_BLOCK = 1 << 20
+
+
+class VideoError(Exception):
+    """A video that cannot be decoded or whose frames cannot be stored; the message names the file."""
+
+
+@dataclass(frozen=True)
+class VideoProbe:
+    """What one demux pass tells about a video, without decoding."""
+
+    num_frames: int
+    native_fps: float
+    width: int
+    height: int
+    codec: str
+    keyframes: Tuple[int, ...]
+    """Presentation-order indices of keyframes."""
+
+    timestamps: Tuple[int, ...]
+    """Presentation timestamps in presentation order (index = frame number)."""
+
+
+@dataclass(frozen=True)
+class FrameSet:
+    """The stored frames of one video under one set of options."""
+
+    key: str
+    directory: str
+    frame_files: Tuple[str, ...]
+    """Absolute paths, in presentation order."""
+
+    frame_indices: Tuple[int, ...]
+    num_frames: int
+    native_fps: float
+    width: int
+    height: int
+    total_bytes: int
+    cached: bool
+    """True when nothing was decoded (a complete manifest already existed)."""
+
+
+def file_digest(path: str) -> str:
+    """The SHA-256 of a file's bytes (hex), read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(_HASH_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def frames_key(video_sha256: str, options: FrameOptions) -> str:
+    """The content-addressed key of a video's frames: video bytes, every setting, the extractor version."""
+    payload = {"video_sha256": video_sha256, "extractor": EXTRACTOR_VERSION, **options.cache_key_fields()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+
+
+def frames_directory(cache_dir: str, key: str) -> str:
+    """Where the frames of ``key`` live (two-level fan-out keeps folders small)."""
+    return os.path.join(cache_dir, key[:2], key)
+
+
+def probe_video(path: str) -> VideoProbe:
+    """Demux a video once (no decoding) to count frames and find keyframes.
+
+    Raises:
+        VideoError: The file is not a video, has no video stream, or has no frames.
+    """
+    try:
+        with av.open(path) as container:
+            if not container.streams.video:
+                raise VideoError(f"{path}: no video stream (is it an audio or data file?)")
+            stream = container.streams.video[0]
+            entries: List[Tuple[int, bool]] = []
+            for packet in container.demux(stream):
+                if packet.size == 0:
+                    continue
+                stamp = packet.pts if packet.pts is not None else packet.dts
+                entries.append((stamp if stamp is not None else len(entries), bool(packet.is_keyframe)))
+            rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+            native_fps = float(rate) if rate else 0.0
+            width, height, codec = stream.codec_context.width, stream.codec_context.height, stream.codec_context.name
+    except av.FFmpegError as error:
+        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
+    if not entries:
+        raise VideoError(f"{path}: the video stream has no frames")
+    entries.sort(key=lambda entry: entry[0])
+    keyframes = tuple(index for index, (_, is_key) in enumerate(entries) if is_key)
+    return VideoProbe(
+        num_frames=len(entries),
+        native_fps=native_fps,
+        width=width,
+        height=height,
+        codec=codec,
+        keyframes=keyframes or (0,),
+        timestamps=tuple(stamp for stamp, _ in entries),
+    )
+
+
+def decode_frames(path: str, indices: Sequence[int], probe: VideoProbe) -> Iterator[Tuple[int, av.VideoFrame]]:
+    """Yield ``(index, frame)`` for the wanted presentation-order indices, decoding as little as possible.
+
+    Seeks forward only when the wanted frame's keyframe is past the current decode position;
+    otherwise decodes on. After the last wanted frame it stops. If the video ends early (its
+    packets do not all decode), the missing indices are simply not yielded.
+    """
+    wanted = sorted(set(indices))
+    index_of = {stamp: i for i, stamp in enumerate(probe.timestamps)}
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        stream.thread_count = 1  # parallelism comes from worker processes; decoder threads are slower on 2 cores
+        frames: Optional[Iterator[av.VideoFrame]] = None
+        position = -1  # presentation index of the last decoded frame
+        cursor = 0  # next wanted index
+        while cursor < len(wanted):
+            keyframe = _keyframe_at_or_before(probe.keyframes, wanted[cursor])
+            if frames is None or keyframe > position + 1:
+                if frames is not None or keyframe > 0:
+                    container.seek(probe.timestamps[keyframe], stream=stream, backward=True, any_frame=False)
+                frames = iter(container.decode(stream))
+                position = keyframe - 1
+            frame = next(frames, None)
+            if frame is None:
+                return  # the stream ended before the remaining wanted frames
+            position = index_of.get(frame.pts, position + 1) if frame.pts is not None else position + 1
+            while cursor < len(wanted) and wanted[cursor] < position:
+                cursor += 1  # a wanted frame that never decoded (damaged stream)
+            if cursor < len(wanted) and wanted[cursor] == position:
+                yield position, frame
+                cursor += 1
+
+
+def _keyframe_at_or_before(keyframes: Sequence[int], index: int) -> int:
+    best = keyframes[0]
+    low, high = 0, len(keyframes) - 1
+    while low <= high:
+        middle = (low + high) // 2
+        if keyframes[middle] <= index:
+            best = keyframes[middle]
+            low = middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def to_image(frame: av.VideoFrame, options: FrameOptions) -> Image.Image:
+    """Convert (and downscale, via swscale) one decoded frame, applying the rotation the file asks for."""
+    width, height = scaled_size(frame.width, frame.height, options.max_side)
+    if (width, height) == (frame.width, frame.height):
+        image = frame.to_image()
+    else:
+        image = frame.to_image(width=width, height=height, interpolation="AREA")
+    rotation = frame.rotation % 360 if frame.rotation else 0
+    if rotation == 90:
+        image = image.transpose(Image.Transpose.ROTATE_90)
+    elif rotation == 180:
+        image = image.transpose(Image.Transpose.ROTATE_180)
+    elif rotation == 270:
+        image = image.transpose(Image.Transpose.ROTATE_270)
+    return image
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    Readers see either no file or the complete file; concurrent writers of identical content
+    simply replace each other. The temporary file is removed if anything fails.
+    """
+    directory = os.path.dirname(path)
+    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def encode_jpeg(image: Image.Image, quality: int) -> bytes:
+    """JPEG bytes of an image (deterministic for identical pixels and settings)."""
+    from io import BytesIO
+
+    buffer = BytesIO()
+    image.save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def read_manifest(directory: str) -> Optional[Dict[str, object]]:
+    """The manifest of a complete frame set, or None when absent, unreadable or incomplete."""
+    try:
+        with open(os.path.join(directory, MANIFEST_FILE), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        files = manifest["files"]
+        sizes = manifest["sizes"]
+        for name, size in zip(files, sizes, strict=True):
+            if os.path.getsize(os.path.join(directory, name)) != size:
+                return None
+        return dict(manifest)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def extract_frames(
+    video_path: str, cache_dir: str, options: FrameOptions, video_sha256: Optional[str] = None
+) -> FrameSet:
+    """The frames of one video under ``options``, from the cache or freshly extracted.
+
+    Args:
+        video_path: The mp4 (any format FFmpeg reads).
+        cache_dir: Root of the content-addressed frame cache.
+        options: Sampling settings.
+        video_sha256: The video's digest when already known.
+
+    Raises:
+        VideoError: The video cannot be decoded, or the frames cannot be written.
+    """
+    digest = video_sha256 or file_digest(video_path)
+    key = frames_key(digest, options)
+    directory = frames_directory(cache_dir, key)
+    manifest = read_manifest(directory)
+    if manifest is not None:
+        return _frame_set(key, directory, manifest, cached=True)
+    probe = probe_video(video_path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        manifest = _extract_into(video_path, directory, probe, options)
+    except OSError as error:
+        raise VideoError(f"{video_path}: cannot write frames to {directory} ({error.strerror or error})") from None
+    except av.FFmpegError as error:
+        raise VideoError(f"{video_path}: decoding failed ({error})") from None
+    return _frame_set(key, directory, manifest, cached=False)
+
+
+def _extract_into(video_path: str, directory: str, probe: VideoProbe, options: FrameOptions) -> Dict[str, object]:
+    indices = select_frame_indices(probe.num_frames, probe.native_fps, options)
+    written, decoded_count = _write_selected(video_path, directory, probe, indices, options)
+    if decoded_count is not None and decoded_count < probe.num_frames:
+        # The stream ended early: the true frame count decides the selection (as a full read would).
+        corrected = select_frame_indices(decoded_count, probe.native_fps, options)
+        if corrected != [index for index, _ in written]:
+            written, _ = _write_selected(video_path, directory, probe, corrected, options)
+    if not written:
+        raise VideoError(f"{video_path}: no frame could be decoded")
+    files = [name for _, name in written]
+    manifest: Dict[str, object] = {
+        "extractor": EXTRACTOR_VERSION,
+        "options": asdict(options),
+        "files": files,
+        "frame_indices": [index for index, _ in written],
+        "sizes": [os.path.getsize(os.path.join(directory, name)) for name in files],
+        "num_frames": decoded_count if decoded_count is not None else probe.num_frames,
+        "native_fps": probe.native_fps,
+        "width": probe.width,
+        "height": probe.height,
+        "codec": probe.codec,
+    }
+    write_atomically(os.path.join(directory, MANIFEST_FILE), json.dumps(manifest, sort_keys=True).encode("utf-8"))
+    return manifest
+
+
+def _write_selected(
+    video_path: str, directory: str, probe: VideoProbe, indices: Sequence[int], options: FrameOptions
+) -> Tuple[List[Tuple[int, str]], Optional[int]]:
+    """Decode and store the wanted frames.
+
+    Returns ``(index, file name)`` pairs and, when the stream ended before a wanted frame, the
+    number of frames that did decode.
+    """
+    written: List[Tuple[int, str]] = []
+    for sequence, (index, frame) in enumerate(decode_frames(video_path, indices, probe)):
+        name = f"{sequence:04d}.jpg"
+        write_atomically(os.path.join(directory, name), encode_jpeg(to_image(frame, options), options.jpeg_quality))
+        written.append((index, name))
+    if len(written) == len(set(indices)):
+        return written, None
+    return written, _count_decodable_frames(video_path)
+
+
+def _count_decodable_frames(video_path: str) -> int:
+    with av.open(video_path) as container:
+        stream = container.streams.video[0]
+        count = 0
+        try:
+            for _ in container.decode(stream):
+                count += 1
+        except av.FFmpegError:
+            pass  # a damaged tail: the frames before it are what a full read gets
+        return count
+
+
+def _frame_set(key: str, directory: str, manifest: Dict[str, object], cached: bool) -> FrameSet:
+    files = [str(name) for name in manifest["files"]]  # type: ignore[attr-defined]
+    sizes = [int(size) for size in manifest["sizes"]]  # type: ignore[attr-defined]
+    return FrameSet(
+        key=key,
+        directory=directory,
+        frame_files=tuple(os.path.join(directory, name) for name in files),
+        frame_indices=tuple(int(i) for i in manifest["frame_indices"]),  # type: ignore[attr-defined]
+        num_frames=int(manifest["num_frames"]),  # type: ignore[call-overload]
+        native_fps=float(manifest["native_fps"]),  # type: ignore[arg-type]
+        width=int(manifest["width"]),  # type: ignore[call-overload]
+        height=int(manifest["height"]),  # type: ignore[call-overload]
+        total_bytes=sum(sizes),
+        cached=cached,
+    )

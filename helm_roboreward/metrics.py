@@ -1,0 +1,160 @@
+"""The RoboReward HELM metric: per-instance errors (PROTOCOL section 6) and macro MAE over subsets (section 7).
+
+Per instance (request answered): ``abs_error``, ``squared_error``, ``exact_match``,
+``invalid_output``, ``false_success``, ``missed_success``, ``signed_error`` (parsed answers only),
+``predicted_score`` (parsed answers only), ``gold_score``; plus breakdown copies of ``abs_error``
+named ``mae_subset_<id>``, ``mae_robot_<robot>`` and ``mae_kind_<kind>`` that only the matching
+instances carry, so their run-level mean is that group's MAE.
+
+Failed requests (the client returned an error after retries): the official rule leaves them out
+of every mean (``failed=skip``, default); ``failed=max_error`` charges them the maximum error
+instead. Either way ``failed_request`` counts them, so they are never hidden.
+
+Run level: ``macro_mae`` is the unweighted mean of the per-subset MAEs (the official overall
+number when a run covers several subsets) and ``num_subsets`` how many subsets it averages.
+"""
+
+from collections import defaultdict
+from typing import Dict, List, Optional
+
+from helm.benchmark.adaptation.adapter_spec import AdapterSpec
+from helm.benchmark.adaptation.request_state import RequestState
+from helm.benchmark.metrics.metric import Metric, MetricMetadata
+from helm.benchmark.metrics.metric_name import MetricName
+from helm.benchmark.metrics.metric_service import MetricService
+from helm.benchmark.metrics.statistic import Stat
+from helm.benchmark.scenarios.scenario import Instance
+
+from helm_roboreward.benchmark import robot_slug
+from helm_roboreward.scoring import UNPARSEABLE_ABS_ERROR, ScoredPrediction, score_prediction
+
+SKIP_FAILED = "skip"
+MAX_ERROR_FAILED = "max_error"
+FAILED_POLICIES = (SKIP_FAILED, MAX_ERROR_FAILED)
+
+SUBSET_MAE_PREFIX = "mae_subset_"
+ROBOT_MAE_PREFIX = "mae_robot_"
+KIND_MAE_PREFIX = "mae_kind_"
+
+
+def gold_score(instance: Instance) -> int:
+    """The gold progress score of an instance (its single correct reference)."""
+    reference = instance.first_correct_reference
+    if reference is None:
+        raise ValueError(f"instance {instance.id} has no correct reference")
+    return int(reference.output.text)
+
+
+def completion_text(request_state: RequestState) -> Optional[str]:
+    """The final-answer text of a request, or None when the request failed (no completion).
+
+    Only ``GeneratedOutput.text`` is read: clients that return reasoning separately keep it in
+    ``thinking``, so reasoning never feeds the parser.
+    """
+    result = request_state.result
+    if result is None or not result.success or not result.completions:
+        return None
+    return result.completions[0].text
+
+
+def instance_stats(scored: ScoredPrediction, extra: Dict[str, object]) -> List[Stat]:
+    """The per-instance stats of one answered (or max-error charged) request."""
+    stats = [
+        Stat(MetricName("abs_error")).add(scored.abs_error),
+        Stat(MetricName("squared_error")).add(scored.squared_error),
+        Stat(MetricName("exact_match")).add(scored.exact_match),
+        Stat(MetricName("invalid_output")).add(scored.invalid_output),
+        Stat(MetricName("false_success")).add(scored.false_success),
+        Stat(MetricName("missed_success")).add(scored.missed_success),
+        Stat(MetricName("gold_score")).add(scored.gold),
+    ]
+    if scored.predicted is not None:
+        stats.append(Stat(MetricName("predicted_score")).add(scored.predicted))
+    if scored.signed_error is not None:
+        stats.append(Stat(MetricName("signed_error")).add(scored.signed_error))
+    if "subset" in extra:
+        stats.append(Stat(MetricName(SUBSET_MAE_PREFIX + str(extra["subset"]))).add(scored.abs_error))
+    if "robot" in extra:
+        stats.append(Stat(MetricName(ROBOT_MAE_PREFIX + robot_slug(str(extra["robot"])))).add(scored.abs_error))
+    if "kind" in extra:
+        stats.append(Stat(MetricName(KIND_MAE_PREFIX + str(extra["kind"]))).add(scored.abs_error))
+    return stats
+
+
+def media_stats(extra: Dict[str, object]) -> List[Stat]:
+    """What the request carried: frames and bytes of media."""
+    stats = []
+    if "num_frames" in extra:
+        stats.append(Stat(MetricName("num_frames")).add(float(extra["num_frames"])))  # type: ignore[arg-type]
+    if "media_bytes" in extra:
+        stats.append(Stat(MetricName("media_bytes")).add(float(extra["media_bytes"])))  # type: ignore[arg-type]
+    return stats
+
+
+def failed_request_score(gold: int) -> ScoredPrediction:
+    """The charge for a failed request under ``failed=max_error``: the worst possible answer."""
+    return ScoredPrediction(
+        predicted=None,
+        gold=gold,
+        abs_error=UNPARSEABLE_ABS_ERROR,
+        squared_error=UNPARSEABLE_ABS_ERROR**2,
+        exact_match=0.0,
+        invalid_output=0.0,
+        signed_error=None,
+        false_success=0.0,
+        missed_success=1.0 if gold == 5 else 0.0,
+    )
+
+
+class RoboRewardMetric(Metric):
+    """Absolute error of the parsed progress score, with breakdowns and the macro MAE over subsets."""
+
+    def __init__(self, failed: str = SKIP_FAILED) -> None:
+        """Args: failed: ``skip`` (official: failed requests leave the means) or ``max_error``."""
+        if failed not in FAILED_POLICIES:
+            raise ValueError(f"failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
+        self.failed = failed
+
+    def evaluate_generation(
+        self,
+        adapter_spec: AdapterSpec,
+        request_state: RequestState,
+        metric_service: MetricService,
+        eval_cache_path: str,
+    ) -> List[Stat]:
+        """Score one request."""
+        instance = request_state.instance
+        extra: Dict[str, object] = dict(instance.extra_data or {})
+        gold = gold_score(instance)
+        text = completion_text(request_state)
+        stats = [Stat(MetricName("failed_request")).add(1.0 if text is None else 0.0)] + media_stats(extra)
+        if text is None and self.failed == SKIP_FAILED:
+            return stats
+        scored = failed_request_score(gold) if text is None else score_prediction(text, gold)
+        return stats + instance_stats(scored, extra)
+
+    def derive_per_instance_stats(self, per_instance_stats: Dict[Instance, List[Stat]]) -> List[Stat]:
+        """The macro MAE: the unweighted mean of the per-subset MAEs of the instances that have an error."""
+        errors_by_subset: Dict[str, List[float]] = defaultdict(list)
+        for instance, stats in per_instance_stats.items():
+            subset = str((instance.extra_data or {}).get("subset", ""))
+            for stat in stats:
+                if stat.name.name == "abs_error" and stat.count:
+                    errors_by_subset[subset].append(stat.sum / stat.count)
+        if not errors_by_subset:
+            return []
+        subset_maes = [sum(errors) / len(errors) for errors in errors_by_subset.values()]
+        return [
+            Stat(MetricName("macro_mae")).add(sum(subset_maes) / len(subset_maes)),
+            Stat(MetricName("num_subsets")).add(len(subset_maes)),
+        ]
+
+    def get_metadata(self) -> List[MetricMetadata]:
+        """Names, descriptions and directions of the main stats."""
+        return [
+            MetricMetadata("abs_error", "MAE", None, "Mean absolute error of the progress score (1..5).", True),
+            MetricMetadata("macro_mae", "Macro MAE", None, "Unweighted mean of the per-subset MAEs.", True),
+            MetricMetadata("exact_match", "Exact match", None, "Share of exactly right scores.", False),
+            MetricMetadata("invalid_output", "Invalid output", None, "Share of unparseable answers.", True),
+            MetricMetadata("failed_request", "Failed requests", None, "Share of requests with no completion.", True),
+        ]

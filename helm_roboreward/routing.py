@@ -1,0 +1,136 @@
+"""Which models get the native mp4 and which get frames (PROTOCOL section 4), decided per model.
+
+HELM calls a run spec function before it knows the model (``model=`` is a run expander), so the
+``roboreward`` run spec leaves ``video=auto`` in its scenario arguments and this module resolves
+it right after HELM's model expander has set the model: the run name then says ``video=native``
+or ``video=frames``. The decision uses one documented list:
+
+- a model takes video natively when its name matches :data:`NATIVE_VIDEO_MODEL_PATTERNS` (the
+  models that received the mp4 on the official leaderboard) or its metadata carries
+  :data:`NATIVE_VIDEO_TAG`;
+- a deployment can send video when its client class is in :data:`VIDEO_CLIENT_CLASSES`.
+
+``auto`` gives the mp4 only when both hold; ``native`` on a client that cannot send video is an
+error before any request (HELM's OpenAI, vLLM and Together clients raise on video and retry for
+minutes; the Anthropic client silently drops it).
+"""
+
+import dataclasses
+import fnmatch
+from typing import Optional, Tuple
+
+from helm.benchmark.model_deployment_registry import (
+    ModelDeploymentNotFoundError,
+    get_default_model_deployment_for_model,
+    get_model_deployment,
+)
+from helm.benchmark.model_metadata_registry import model_has_tag
+from helm.benchmark.run_spec import RunSpec
+
+FRAMES = "frames"
+NATIVE = "native"
+AUTO = "auto"
+VIDEO_MODES = (FRAMES, NATIVE, AUTO)
+
+SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
+
+NATIVE_VIDEO_TAG = "ROBOREWARD_NATIVE_VIDEO_TAG"
+"""Model metadata tag marking a model that takes the native mp4 (for models the patterns miss)."""
+
+NATIVE_VIDEO_MODEL_PATTERNS: Tuple[str, ...] = (
+    "google/gemini*",  # every Gemini model, Gemini Robotics-ER 1.5/1.6 included
+    "*qwen3-vl*",
+    "*roboreward*",  # RoboReward 4B/8B: fine-tuned Qwen3-VL
+    "*qwen2.5-vl*",
+)
+"""Model-name patterns (case-insensitive) of the models that officially received the mp4."""
+
+VIDEO_CLIENT_CLASSES: Tuple[str, ...] = (
+    "helm.clients.google_genai_client.GoogleGenAIClient",
+    "helm.clients.vertexai_client.VertexAIChatClient",
+    "helm_roboreward.clients.openai_video_client.OpenAIVideoClient",
+    "helm_roboreward.clients.baselines.ConstantScoreClient",
+    "helm_roboreward.clients.baselines.RandomScoreClient",
+)
+"""Client classes that send ``video/mp4`` media to the model (the baselines accept anything)."""
+
+REASONING_TOKEN_ALLOWANCE = 60_000
+"""Extra max_tokens for OpenAI and Gemini models, whose reasoning spends output tokens (PROTOCOL section 5)."""
+
+_REASONING_BUDGET_PATTERNS = ("openai/*", "google/gemini*")
+
+
+def model_takes_video(model: str) -> bool:
+    """True when the model officially gets the native mp4."""
+    name = model.lower()
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in NATIVE_VIDEO_MODEL_PATTERNS) or model_has_tag(
+        model, NATIVE_VIDEO_TAG
+    )
+
+
+def client_sends_video(client_class: str) -> bool:
+    """True when a client class forwards ``video/mp4`` media."""
+    return client_class in VIDEO_CLIENT_CLASSES
+
+
+def needs_reasoning_allowance(model: str) -> bool:
+    """True for the models whose max_tokens the official setup raised by 60,000."""
+    name = model.lower()
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _REASONING_BUDGET_PATTERNS)
+
+
+def choose_video_mode(requested: str, model: str, client_class: str, deployment: str) -> str:
+    """Resolve ``video=auto|frames|native`` for one model deployment.
+
+    Raises:
+        ValueError: ``native`` was asked for a deployment whose client cannot send video.
+    """
+    if requested == FRAMES:
+        return FRAMES
+    if requested == NATIVE:
+        if not client_sends_video(client_class):
+            raise ValueError(
+                f"roboreward: video=native, but model deployment {deployment!r} uses {client_class}, which cannot "
+                "send video (HELM would reject or silently drop it). Use video=frames (or video=auto), or a "
+                "deployment whose client takes video, e.g. the vLLM deployments in prod_env/."
+            )
+        return NATIVE
+    if requested != AUTO:
+        raise ValueError(f"roboreward: video={requested!r} is not one of {', '.join(VIDEO_MODES)}")
+    return NATIVE if model_takes_video(model) and client_sends_video(client_class) else FRAMES
+
+
+def _deployment_of(run_spec: RunSpec) -> Optional[Tuple[str, str]]:
+    """``(deployment name, client class)`` of a run spec, or None when HELM cannot resolve it yet."""
+    adapter = run_spec.adapter_spec
+    name: Optional[str] = adapter.model_deployment
+    if not name and adapter.model:
+        name = get_default_model_deployment_for_model(adapter.model)
+    if not name:
+        return None
+    try:
+        deployment = get_model_deployment(name)
+    except ModelDeploymentNotFoundError:
+        return None
+    return name, deployment.client_spec.class_name
+
+
+def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> RunSpec:
+    """Fix the video mode (and the reasoning token allowance) of a ``roboreward`` run spec for its model.
+
+    Other run specs pass through unchanged. An unknown model is left for HELM to report.
+    """
+    if run_spec.scenario_spec.class_name != SCENARIO_CLASS:
+        return run_spec
+    resolved = _deployment_of(run_spec)
+    if resolved is None:
+        return run_spec
+    deployment, client_class = resolved
+    requested = str(run_spec.scenario_spec.args.get("video", AUTO))
+    mode = choose_video_mode(requested, run_spec.adapter_spec.model, client_class, deployment)
+    scenario_spec = dataclasses.replace(run_spec.scenario_spec, args={**run_spec.scenario_spec.args, "video": mode})
+    name = run_spec.name.replace(f"video={requested}", f"video={mode}", 1)
+    adapter_spec = run_spec.adapter_spec
+    if apply_token_allowance and needs_reasoning_allowance(adapter_spec.model):
+        adapter_spec = dataclasses.replace(adapter_spec, max_tokens=adapter_spec.max_tokens + REASONING_TOKEN_ALLOWANCE)
+    return dataclasses.replace(run_spec, name=name, scenario_spec=scenario_spec, adapter_spec=adapter_spec)

@@ -1,0 +1,194 @@
+"""The ``roboreward`` run spec and the model-aware video routing hooked into HELM's model expander.
+
+Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,video=<auto|frames|native>,
+fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,failed=<skip|max_error>,jobs=<int>,model=<...>``.
+Every argument but ``jobs`` (which changes no result) appears in the run name when it is not the default.
+"""
+
+import hashlib
+import os
+import re
+from typing import Any, Dict, List, Union
+
+from helm.benchmark.adaptation.adapter_spec import ADAPT_GENERATION_MULTIMODAL, AdapterSpec
+from helm.benchmark.metrics.metric import MetricSpec
+from helm.benchmark.run_expander import RUN_EXPANDERS, ModelDeploymentRunExpander, ModelRunExpander
+from helm.benchmark.run_spec import RunSpec, run_spec_function
+from helm.benchmark.scenarios.scenario import ScenarioSpec
+
+from helm_roboreward.benchmark import ALL_KNOWN_SUBSETS, DATASET_REVISION, SAMPLE_SUBSET_IDS
+from helm_roboreward.frames import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
+from helm_roboreward.metrics import FAILED_POLICIES, SKIP_FAILED
+from helm_roboreward.routing import AUTO, SCENARIO_CLASS, VIDEO_MODES, resolve_video_routing
+
+RUN_SPEC_NAME = "roboreward"
+DEFAULT_MAX_TOKENS = 5000
+"""PROTOCOL section 5; OpenAI and Gemini models get 60,000 more (see routing)."""
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def parse_flag(name: str, value: Union[str, int, float, bool]) -> bool:
+    """Run entries have no booleans: accept 0/1, true/false, yes/no, on/off."""
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"roboreward: {name}={value!r} is not a flag; use {name}=1 or {name}=0")
+
+
+def _number(name: str, value: Union[str, int, float], kind: type) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"roboreward: {name}={value!r} is not a valid {kind.__name__}") from None
+    if kind is int and float(value) != number:
+        raise ValueError(f"roboreward: {name}={value!r} must be a whole number")
+    return number
+
+
+def data_label(data: str) -> str:
+    """The ``data`` value as it appears in a run name: local paths become ``<folder>-<hash>`` (no slashes)."""
+    if data in ("hf", "sample"):
+        return data
+    absolute = os.path.abspath(os.path.expanduser(data))
+    folder = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(absolute.rstrip(os.sep)) or "root")
+    return f"{folder}-{hashlib.sha256(absolute.encode('utf-8')).hexdigest()[:8]}"
+
+
+def subset_group(subset: str) -> str:
+    """The run group of one subset (a leaderboard column)."""
+    return f"roboreward_{subset}"
+
+
+def _check_subset(subset: str, data: str) -> None:
+    if subset == "all" or data not in ("hf", "sample"):
+        return  # a local copy may hold other subsets; the scenario checks them against its metadata
+    known = SAMPLE_SUBSET_IDS if data == "sample" else [s for s in ALL_KNOWN_SUBSETS if s not in SAMPLE_SUBSET_IDS]
+    if subset not in known:
+        raise ValueError(
+            f"roboreward: subset={subset!r} is not in data={data}. Valid subsets: all, {', '.join(known)}"
+        )
+
+
+@run_spec_function(RUN_SPEC_NAME)
+def get_roboreward_spec(
+    subset: str = "all",
+    data: str = "hf",
+    revision: str = DATASET_REVISION,
+    video: str = AUTO,
+    fps: Union[int, float] = OFFICIAL_FRAMES_PER_SECOND,
+    last_frame: Union[int, str] = 0,
+    max_frames: int = 0,
+    max_side: int = 0,
+    failed: str = SKIP_FAILED,
+    jobs: int = 0,
+) -> RunSpec:
+    """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
+    subset, data, revision, video, failed = str(subset), str(data), str(revision), str(video), str(failed)
+    if video not in VIDEO_MODES:
+        raise ValueError(f"roboreward: video={video!r} is not one of {', '.join(VIDEO_MODES)}")
+    if failed not in FAILED_POLICIES:
+        raise ValueError(f"roboreward: failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
+    if data == "sample" and revision != DATASET_REVISION:
+        raise ValueError("roboreward: revision= applies to data=hf only; drop it for data=sample")
+    _check_subset(subset, data)
+    options = FrameOptions(
+        frames_per_second=_number("fps", fps, float),
+        include_last_frame=parse_flag("last_frame", last_frame),
+        max_frames=_number("max_frames", max_frames, int),
+        max_side=_number("max_side", max_side, int),
+    )
+    scenario_args: Dict[str, Any] = {
+        "subset": subset,
+        "data": data,
+        "revision": revision,
+        "video": video,
+        "frames_per_second": options.frames_per_second,
+        "include_last_frame": options.include_last_frame,
+        "max_frames": options.max_frames,
+        "max_side": options.max_side,
+        "jobs": _number("jobs", jobs, int),
+    }
+    return RunSpec(
+        name=_run_name(subset, data, revision, video, options, failed),
+        scenario_spec=ScenarioSpec(class_name=SCENARIO_CLASS, args=scenario_args),
+        adapter_spec=_adapter_spec(),
+        metric_specs=metric_specs(failed),
+        groups=[subset_group(subset)],
+    )
+
+
+def _run_name(subset: str, data: str, revision: str, video: str, options: FrameOptions, failed: str) -> str:
+    parts = [f"subset={subset}"]
+    if data != "hf":
+        parts.append(f"data={data_label(data)}")
+    if revision != DATASET_REVISION:
+        parts.append(f"revision={revision}")
+    parts.append(f"video={video}")
+    if options.frames_per_second != OFFICIAL_FRAMES_PER_SECOND:
+        parts.append(f"fps={options.frames_per_second:g}")
+    if options.include_last_frame:
+        parts.append("last_frame=1")
+    if options.max_frames:
+        parts.append(f"max_frames={options.max_frames}")
+    if options.max_side:
+        parts.append(f"max_side={options.max_side}")
+    if failed != SKIP_FAILED:
+        parts.append(f"failed={failed}")
+    return f"{RUN_SPEC_NAME}:{','.join(parts)}"
+
+
+def _adapter_spec() -> AdapterSpec:
+    """Every field set on purpose: HELM's defaults (5 outputs, temperature 1, "Input:" prefixes) are wrong here."""
+    return AdapterSpec(
+        method=ADAPT_GENERATION_MULTIMODAL,
+        global_prefix="",
+        global_suffix="",
+        instructions="",
+        input_prefix="",
+        input_suffix="",
+        output_prefix="",
+        output_suffix="",
+        instance_prefix="",
+        max_train_instances=0,
+        num_outputs=1,
+        num_train_trials=1,
+        num_trials=1,
+        temperature=0.0,
+        max_tokens=DEFAULT_MAX_TOKENS,
+        stop_sequences=[],
+        random=None,
+    )
+
+
+def metric_specs(failed: str = SKIP_FAILED) -> List[MetricSpec]:
+    """The RoboReward metric plus HELM's instance counter."""
+    return [
+        MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args={"failed": failed}),
+        MetricSpec(class_name="helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric", args={}),
+    ]
+
+
+class RoboRewardModelRunExpander(ModelRunExpander):
+    """HELM's model expander, then the per-model video routing and token allowance for roboreward runs."""
+
+    def expand(self, run_spec: RunSpec) -> List[RunSpec]:
+        """Expand models as HELM does and resolve ``video=auto`` for each."""
+        return [resolve_video_routing(spec, apply_token_allowance=True) for spec in super().expand(run_spec)]
+
+
+class RoboRewardModelDeploymentRunExpander(ModelDeploymentRunExpander):
+    """HELM's deployment override, then a re-check that the deployment can take the chosen media."""
+
+    def expand(self, run_spec: RunSpec) -> List[RunSpec]:
+        """Override the deployment as HELM does and re-check the routing."""
+        return [resolve_video_routing(spec, apply_token_allowance=False) for spec in super().expand(run_spec)]
+
+
+def install_expanders() -> None:
+    """Put the routing-aware expanders in HELM's expander registry (idempotent; a plugin registration)."""
+    RUN_EXPANDERS[RoboRewardModelRunExpander.name] = RoboRewardModelRunExpander
+    RUN_EXPANDERS[RoboRewardModelDeploymentRunExpander.name] = RoboRewardModelDeploymentRunExpander

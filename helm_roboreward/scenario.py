@@ -1,0 +1,160 @@
+"""The RoboRewardBench HELM scenario: one instance per test row of the chosen subsets.
+
+Dataset: ``teetone/RoboReward`` on the Hugging Face hub (CC BY 4.0), test split (2,831
+human-verified rows over 23 robot datasets). Paper: Lee et al., "RoboReward: General-Purpose
+Vision-Language Reward Models for Robotics", arXiv 2601.00675 (2026).
+
+Each instance's input is the rubric prompt with the task filled in, then the video (native mp4)
+or its frames (JPEG). Its single reference is the gold progress score. The media files live
+under the scenario output folder with content-addressed names; the original file name, the
+label and the automated label check never reach a model.
+"""
+
+import hashlib
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from helm.benchmark.scenarios.scenario import (
+    CORRECT_TAG,
+    TEST_SPLIT,
+    Input,
+    Instance,
+    Output,
+    Reference,
+    Scenario,
+    ScenarioMetadata,
+)
+from helm.common.hierarchical_logger import hlog
+from helm.common.media_object import MediaObject, MultimediaObject
+
+from helm_roboreward.benchmark import DATASET_REVISION, DATASET_URL, PAPER_URL, PROMPT_VERSION
+from helm_roboreward.data_source import resolve_data_source
+from helm_roboreward.dataset import DataError, Rollout, load_rollouts
+from helm_roboreward.extraction import write_atomically
+from helm_roboreward.frames import FrameOptions
+from helm_roboreward.preparation import PreparedMedia, failures_by_row, prepare_media
+from helm_roboreward.prompt import build_prompt
+from helm_roboreward.routing import FRAMES, NATIVE, VIDEO_MODES
+
+PROVENANCE_PREFIX = "roboreward-data-"
+"""Provenance records (data, requested and resolved revision) are written next to the media."""
+
+
+def instance_id(file_name: str) -> str:
+    """A stable, unique id from the row's file name that does not reveal the name (or its label)."""
+    return "rr-" + hashlib.sha256(file_name.encode("utf-8")).hexdigest()[:16]
+
+
+class RoboRewardScenario(Scenario):
+    """RoboRewardBench: score a robot rollout video's end-of-episode progress 1..5 under a rubric."""
+
+    name = "roboreward"
+    description = "Vision-language reward modeling on real robot rollouts (RoboRewardBench, arXiv 2601.00675)."
+    tags = ["vision-language", "video", "robotics", "reward modeling"]
+
+    def __init__(
+        self,
+        subset: str = "all",
+        data: str = "hf",
+        revision: str = DATASET_REVISION,
+        video: str = FRAMES,
+        frames_per_second: float = 1.0,
+        include_last_frame: bool = False,
+        max_frames: int = 0,
+        max_side: int = 0,
+        jobs: int = 0,
+        media_dir: Optional[str] = None,
+    ) -> None:
+        """Args mirror the run entry (see README); ``media_dir`` overrides where media is stored."""
+        super().__init__()
+        if video not in (FRAMES, NATIVE):
+            raise ValueError(
+                f"video={video!r} reached the scenario unresolved; expected one of {VIDEO_MODES[:2]}. "
+                "Run through helm-run with helm-roboreward installed so video=auto is resolved per model."
+            )
+        self.subset = subset
+        self.data = data
+        self.revision = revision
+        self.video = video
+        self.frame_options = FrameOptions(
+            frames_per_second=float(frames_per_second),
+            include_last_frame=bool(include_last_frame),
+            max_frames=int(max_frames),
+            max_side=int(max_side),
+        )
+        self.jobs = int(jobs) if jobs else (os.cpu_count() or 1)
+        self.media_dir = media_dir
+
+    def get_instances(self, output_path: str) -> List[Instance]:
+        """Read the data, prepare the media under ``output_path``, and build one instance per row."""
+        subsets = None if self.subset == "all" else [self.subset]
+        source = resolve_data_source(self.data, self.revision, subsets)
+        rollouts = load_rollouts(source.root, subsets, source.description, source.trusted_root)
+        media_dir = self.media_dir or output_path
+        report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=self.jobs)
+        if report.failures:
+            lines = failures_by_row(rollouts, report)
+            raise DataError(
+                f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
+                f"(the other videos are prepared and cached):\n" + "\n".join(lines)
+            )
+        hlog(
+            f"RoboReward: {len(rollouts)} rows from {source.description} (revision {source.revision}); "
+            f"media in {media_dir}: {len(report.media)} videos, {report.cache_hits} from cache, "
+            f"{report.seconds:.1f} s"
+        )
+        self._write_provenance(output_path, source.revision, rollouts)
+        return [self._instance(rollout, report.media[rollout.video_path], source.revision) for rollout in rollouts]
+
+    def _instance(self, rollout: Rollout, media: PreparedMedia, revision: str) -> Instance:
+        content = [MediaObject(text=build_prompt(rollout.row.task), content_type="text/plain")]
+        content += [MediaObject(location=path, content_type=media.content_type) for path in media.paths]
+        extra_data: Dict[str, Any] = {
+            "subset": rollout.row.subset,
+            "robot": rollout.robot,
+            "kind": rollout.kind,
+            "episode": rollout.episode,
+            "video_sha256": media.video_sha256,
+            "video_mode": self.video,
+            "num_frames": len(media.frame_indices),
+            "frame_indices": list(media.frame_indices),
+            "media_bytes": media.num_bytes,
+            "dataset_revision": revision,
+            "source_file": rollout.row.file_name,
+            "metadata_line": rollout.row.line,
+        }
+        return Instance(
+            input=Input(multimedia_content=MultimediaObject(content)),
+            references=[Reference(Output(text=str(rollout.row.reward)), tags=[CORRECT_TAG])],
+            split=TEST_SPLIT,
+            id=instance_id(rollout.row.file_name),
+            extra_data=extra_data,
+        )
+
+    def _write_provenance(self, output_path: str, revision: str, rollouts: List[Rollout]) -> None:
+        os.makedirs(output_path, exist_ok=True)
+        record = {
+            "data": self.data,
+            "requested_revision": self.revision,
+            "resolved_revision": revision,
+            "subset": self.subset,
+            "rows": len(rollouts),
+            "prompt_version": PROMPT_VERSION,
+        }
+        encoded = json.dumps(record, sort_keys=True, indent=2).encode("utf-8")
+        name = f"{PROVENANCE_PREFIX}{hashlib.sha256(encoded).hexdigest()[:12]}.json"
+        write_atomically(os.path.join(output_path, name), encoded)
+
+    def get_metadata(self) -> ScenarioMetadata:
+        """Metadata shown by HELM."""
+        return ScenarioMetadata(
+            name=self.name,
+            display_name="RoboRewardBench",
+            description=(
+                "Vision-language models score real robot rollout videos 1..5 for end-of-episode task progress "
+                f"under a fixed rubric ([paper]({PAPER_URL}), [dataset]({DATASET_URL}))."
+            ),
+            main_metric="abs_error",
+            main_split=TEST_SPLIT,
+        )

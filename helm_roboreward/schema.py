@@ -1,0 +1,153 @@
+"""The leaderboard schema (``static/schema_roboreward.yaml``), generated from the benchmark constants.
+
+Generating it keeps subset ids, display names, order and robots in one place
+(:mod:`helm_roboreward.benchmark`); a test checks that the committed file is up to date.
+Regenerate with ``python -m helm_roboreward.schema static/schema_roboreward.yaml``.
+"""
+
+import sys
+from typing import Any, Dict, List, Sequence
+
+import yaml
+
+from helm_roboreward.benchmark import (
+    DATASET_URL,
+    OFFICIAL_SUBSETS,
+    PAPER_URL,
+    ROBOTS,
+    SAMPLE_SUBSETS,
+    Subset,
+    robot_slug,
+)
+from helm_roboreward.dataset import KINDS
+from helm_roboreward.metrics import KIND_MAE_PREFIX, ROBOT_MAE_PREFIX, SUBSET_MAE_PREFIX
+from helm_roboreward.run_specs import subset_group
+
+PARENT_GROUP = "roboreward"
+SAMPLE_GROUP = "roboreward_sample"
+ALL_SUBSETS_GROUP = subset_group("all")
+CATEGORY = "RoboRewardBench"
+
+_KIND_DESCRIPTIONS = {
+    "natural": "natural rollouts (RoboArena), successes and failures as they happened",
+    "clip": "temporal clips of successful episodes, labelled by the state at the clip's end",
+    "counterfactual": "a successful video with a different task whose goal was not reached",
+    "original": "original successful episodes",
+}
+
+
+def _metric(name: str, display: str, description: str, lower_is_better: Any = None) -> Dict[str, Any]:
+    field: Dict[str, Any] = {"name": name, "display_name": display, "description": description}
+    if lower_is_better is not None:
+        field["lower_is_better"] = lower_is_better
+    return field
+
+
+def _metrics() -> List[Dict[str, Any]]:
+    metrics = [
+        _metric("abs_error", "MAE", "Mean absolute error between the parsed score and the human label "
+                "(1..5 scale; unparseable answers count 4).", True),
+        _metric("macro_mae", "Macro MAE", "Unweighted mean of the per-subset MAEs (the official overall number).",
+                True),
+        _metric("num_subsets", "# subsets", "Number of subsets the macro MAE averages."),
+        _metric("squared_error", "MSE", "Mean squared error of the parsed score.", True),
+        _metric("exact_match", "Exact match", "Share of answers equal to the human label.", False),
+        _metric("invalid_output", "Invalid output", "Share of answers with no parseable score.", True),
+        _metric("false_success", "False success", "Share of answers of 5 for rollouts labelled below 5.", True),
+        _metric("missed_success", "Missed success", "Share of rollouts labelled 5 that did not get a 5.", True),
+        _metric("signed_error", "Bias", "Mean of predicted minus label over parsed answers "
+                "(positive: over-rewarding)."),
+        _metric("predicted_score", "Predicted score", "The parsed score (mean over parsed answers)."),
+        _metric("gold_score", "Gold score", "The human-verified label."),
+        _metric("failed_request", "Failed requests", "Share of requests that returned no completion after "
+                "retries (left out of the MAE by the official rule).", True),
+        _metric("num_instances", "# eval", "Number of evaluation instances."),
+        _metric("num_frames", "# frames", "Frames sent per instance (0 for native video)."),
+        _metric("media_bytes", "Media bytes", "Bytes of video or frames sent per instance."),
+    ]
+    metrics += [_metric(KIND_MAE_PREFIX + kind, f"MAE ({kind})", f"MAE on {_KIND_DESCRIPTIONS[kind]}.", True)
+                for kind in KINDS]
+    metrics += [_metric(ROBOT_MAE_PREFIX + robot_slug(robot), f"MAE ({robot})", f"MAE on {robot} rollouts.", True)
+                for robot in ROBOTS]
+    metrics += [_metric(SUBSET_MAE_PREFIX + subset.id, f"MAE ({subset.display_name})",
+                        f"MAE on the {subset.display_name} subset.", True)
+                for subset in OFFICIAL_SUBSETS + SAMPLE_SUBSETS]
+    return metrics
+
+
+def _group_of_metrics(name: str, display: str, metrics: Sequence[str], **extra: Any) -> Dict[str, Any]:
+    return {"name": name, "display_name": display, **extra,
+            "metrics": [{"name": metric, "split": "${main_split}"} for metric in metrics]}
+
+
+def _metric_groups() -> List[Dict[str, Any]]:
+    return [
+        _group_of_metrics("accuracy", "MAE (lower is better)", ["${main_name}"], aggregation_strategies=["mean"]),
+        _group_of_metrics("failure_modes", "Failure modes",
+                          ["invalid_output", "false_success", "missed_success", "signed_error", "exact_match",
+                           "failed_request"], hide_win_rates=True),
+        _group_of_metrics("kind_breakdown", "MAE by augmentation kind",
+                          [KIND_MAE_PREFIX + kind for kind in KINDS], hide_win_rates=True),
+        _group_of_metrics("macro", "Macro MAE over subsets",
+                          ["macro_mae", "num_subsets"] + [SUBSET_MAE_PREFIX + s.id for s in OFFICIAL_SUBSETS],
+                          hide_win_rates=True),
+        _group_of_metrics("general_information", "General information",
+                          ["num_instances", "failed_request", "num_frames", "media_bytes"], hide_win_rates=True),
+    ]
+
+
+def _subset_group(subset: Subset, sample: bool) -> Dict[str, Any]:
+    origin = "bundled offline sample (simulated)" if sample else "RoboRewardBench test split"
+    return {
+        "name": subset_group(subset.id),
+        "display_name": subset.display_name,
+        "description": f"{subset.display_name} ({subset.robot}), {origin}; subset id `{subset.id}`.",
+        "category": CATEGORY,
+        "metric_groups": ["accuracy", "failure_modes", "kind_breakdown", "general_information"],
+        "environment": {"main_name": "abs_error", "main_split": "test"},
+        "taxonomy": {"task": "reward modeling (progress score 1..5)", "what": f"{subset.robot} rollout videos",
+                     "who": "robot teleoperators and policies; human-verified labels", "when": "2018-2025",
+                     "language": "English"},
+    }
+
+
+def build_schema() -> Dict[str, Any]:
+    """The schema as a YAML-ready dict."""
+    description = (f"RoboRewardBench: vision-language models score robot rollout videos 1..5 "
+                   f"([paper]({PAPER_URL}), [dataset]({DATASET_URL})). Mean absolute error per subset; "
+                   "the mean column is the unweighted mean over subsets, the official overall number.")
+    run_groups: List[Dict[str, Any]] = [
+        {"name": PARENT_GROUP, "display_name": "RoboReward", "description": description, "category": CATEGORY,
+         "subgroups": [subset_group(subset.id) for subset in OFFICIAL_SUBSETS]},
+        {"name": SAMPLE_GROUP, "display_name": "RoboReward sample (offline demo)",
+         "description": "The bundled simulated sample; not comparable with the benchmark.", "category": CATEGORY,
+         "subgroups": [subset_group(subset.id) for subset in SAMPLE_SUBSETS]},
+        {"name": ALL_SUBSETS_GROUP, "display_name": "RoboReward (one run over all subsets)",
+         "description": "Runs with subset=all: one run covering every subset, with its macro MAE.",
+         "category": CATEGORY, "metric_groups": ["macro", "accuracy", "failure_modes", "kind_breakdown",
+                                                  "general_information"],
+         "environment": {"main_name": "abs_error", "main_split": "test"}},
+    ]
+    run_groups += [_subset_group(subset, sample=False) for subset in OFFICIAL_SUBSETS]
+    run_groups += [_subset_group(subset, sample=True) for subset in SAMPLE_SUBSETS]
+    return {"metrics": _metrics(), "perturbations": [], "metric_groups": _metric_groups(), "run_groups": run_groups}
+
+
+def render_schema() -> str:
+    """The schema file's text."""
+    header = "# Generated by `python -m helm_roboreward.schema static/schema_roboreward.yaml`; do not edit by hand.\n"
+    return header + "---\n" + yaml.safe_dump(build_schema(), sort_keys=False, width=120, allow_unicode=True)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Write the schema to the given path."""
+    if len(argv) != 1:
+        print("usage: python -m helm_roboreward.schema <output.yaml>", file=sys.stderr)
+        return 2
+    with open(argv[0], "w", encoding="utf-8") as handle:
+        handle.write(render_schema())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

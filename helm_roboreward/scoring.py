@@ -1,0 +1,111 @@
+"""Parsing a completion into a progress score and the per-instance error terms (PROTOCOL section 6).
+
+Pure functions, no I/O. The official rule:
+
+1. Search the completion, case-insensitively, for ``answer`` followed by optional spaces, a colon,
+   optional spaces and a number (optional minus sign, optional decimal part). The first match wins.
+2. Otherwise, if the stripped completion starts with such a number followed by a word boundary,
+   use it.
+3. Otherwise the completion is unparseable.
+
+No clamping: ``ANSWER: 0`` scores 0 and ``ANSWER: 3.5`` scores 3.5. An unparseable completion
+costs the maximum error (4.0 absolute, 16.0 squared).
+"""
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from helm_roboreward.benchmark import MAX_SCORE, MIN_SCORE
+
+UNPARSEABLE_ABS_ERROR = float(MAX_SCORE - MIN_SCORE)
+"""Absolute error charged for an unparseable completion (the widest possible miss, 4.0)."""
+
+# Python's \d: any Unicode decimal digit counts ("ANSWER: ٤" -> 4); PROTOCOL does not restrict digits to ASCII.
+_NUMBER = r"-?\d+(?:\.\d+)?"
+_ANSWER_PATTERN = re.compile(r"answer\s*:\s*(" + _NUMBER + r")", re.IGNORECASE)
+_LEADING_NUMBER_PATTERN = re.compile(r"(" + _NUMBER + r")\b")
+
+
+def parse_progress_score(completion: str) -> Optional[float]:
+    """Extract the progress score from a completion by the official rule.
+
+    Args:
+        completion: The model's final answer text (reasoning kept separately is not passed here).
+
+    Returns:
+        The score as a float (not clamped to 1..5), or None when the completion is unparseable.
+    """
+    match = _ANSWER_PATTERN.search(completion)
+    if match is None:
+        match = _LEADING_NUMBER_PATTERN.match(completion.strip())
+    if match is None:
+        return None
+    value = float(match.group(1))
+    if not math.isfinite(value):  # a digit string too long for a float; treat as unparseable
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class ScoredPrediction:
+    """The per-instance error terms of one prediction."""
+
+    predicted: Optional[float]
+    """Parsed score, or None when unparseable."""
+
+    gold: int
+    """Human-verified label, 1..5."""
+
+    abs_error: float
+    squared_error: float
+    exact_match: float
+    invalid_output: float
+    """1.0 when the completion was unparseable."""
+
+    signed_error: Optional[float]
+    """predicted - gold (positive = over-rewarding); None when unparseable, so bias is measured on parsed answers."""
+
+    false_success: float
+    """1.0 when the model predicted 5 although gold < 5 (called a failure a success)."""
+
+    missed_success: float
+    """1.0 when gold is 5 and the model did not predict 5 (unparseable counts as a miss)."""
+
+
+def score_prediction(completion: str, gold: int) -> ScoredPrediction:
+    """Score one completion against the gold label.
+
+    Args:
+        completion: The model's answer text.
+        gold: The row's reward, 1..5.
+
+    Returns:
+        Every per-instance error term.
+    """
+    predicted = parse_progress_score(completion)
+    if predicted is None:
+        return ScoredPrediction(
+            predicted=None,
+            gold=gold,
+            abs_error=UNPARSEABLE_ABS_ERROR,
+            squared_error=UNPARSEABLE_ABS_ERROR**2,
+            exact_match=0.0,
+            invalid_output=1.0,
+            signed_error=None,
+            false_success=0.0,
+            missed_success=1.0 if gold == MAX_SCORE else 0.0,
+        )
+    error = predicted - gold
+    return ScoredPrediction(
+        predicted=predicted,
+        gold=gold,
+        abs_error=abs(error),
+        squared_error=error * error,
+        exact_match=1.0 if predicted == gold else 0.0,
+        invalid_output=0.0,
+        signed_error=error,
+        false_success=1.0 if predicted == MAX_SCORE and gold < MAX_SCORE else 0.0,
+        missed_success=1.0 if gold == MAX_SCORE and predicted != MAX_SCORE else 0.0,
+    )
