@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple, Type
 
 from huggingface_hub import HfApi, constants, snapshot_download
@@ -84,7 +84,7 @@ class _Target:
     revision: str
     endpoint: Optional[str]
     cache_dir: Optional[str]
-    token: Optional[str]
+    token: Optional[str] = field(default=None, repr=False)  # never shown in reprs or tracebacks
 
     @property
     def hub_url(self) -> str:
@@ -140,7 +140,11 @@ def download_test_split(
         HubDownloadError: The download failed; the message says why and what to do.
     """
     wanted = _normalize_subsets(subsets)
-    target = _Target(repo_id, revision, endpoint, cache_dir, token)
+    # HF_ENDPOINT and HF_HUB_CACHE are read here, not only when huggingface_hub is imported (tests, notebooks).
+    target = _Target(
+        repo_id, revision, endpoint or os.environ.get("HF_ENDPOINT") or None,
+        cache_dir or os.environ.get("HF_HUB_CACHE") or None, token,
+    )
     remote, offline_cause = _probe(target)
     if remote is not None:
         _check_remote_subsets(remote, wanted, target)
@@ -248,7 +252,7 @@ def _snapshot(target: _Target, wanted: Optional[Tuple[str, ...]], offline_cause:
 
 
 def _commit_of(root: str, remote: Optional[_RemoteTestFolder], target: _Target) -> str:
-    """The commit of a snapshot folder: its name in the ``huggingface_hub`` cache layout."""
+    """Return the commit a snapshot folder holds: its name in the ``huggingface_hub`` cache layout."""
     name = os.path.basename(os.path.normpath(root))
     if _COMMIT_SHA.match(name):
         if remote is not None and remote.commit != name:
@@ -318,6 +322,12 @@ def _translate(error: BaseException, target: _Target, offline_cause: Optional[Ba
             f"The Hugging Face Hub at {target.hub_url} answered HTTP {status} while downloading "
             f"'{target.repo_id}' (revision '{target.revision}'): retry later, or pass data=<local path> "
             f"or data=sample to run without the hub. Cause: {cause}"
+        )
+    if isinstance(error, HfHubHTTPError):
+        return HubDownloadError(
+            f"The server at {target.hub_url} answered HTTP {status} while downloading '{target.repo_id}' "
+            f"(revision '{target.revision}'). Check that the endpoint (endpoint= or HF_ENDPOINT) is a Hugging Face "
+            f"Hub, or pass data=<local path> or data=sample to run without the hub. Cause: {cause}"
         )
     return HubDownloadError(
         f"Downloading the test split of '{target.repo_id}' (revision '{target.revision}') into "

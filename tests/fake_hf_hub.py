@@ -19,7 +19,8 @@ LFS redirect either. Errors carry the ``X-Error-Code`` / ``X-Error-Message`` hea
 * unknown or inaccessible repo: 401 (no ``Authorization`` header) or 404, ``RepoNotFound``;
 * unknown revision: 404 ``RevisionNotFound``;
 * unknown file or tree path: 404 ``EntryNotFound`` (with ``X-Repo-Commit``);
-* gated repo, file requested without the repo's token: 401 ``GatedRepo``.
+* gated repo, file requested without the repo's token: 401 ``GatedRepo``;
+* any request while ``outage_status`` is set (e.g. 503): that status, as in a hub outage.
 
 Every request is recorded (method, decoded path, query) so tests can assert what was, and
 was not, fetched. Usage::
@@ -148,6 +149,8 @@ class FakeHfHub:
     def __init__(self, repos: Iterable[FakeRepo], *, page_size: Optional[int] = None) -> None:
         self.repos = {(repo.repo_type, repo.repo_id): repo for repo in repos}
         self.page_size = page_size
+        self.outage_status: Optional[int] = None
+        """When set (e.g. 503), every request is answered with this status, as in a hub outage."""
         self._requests: List[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: Optional[_Server] = None
@@ -223,6 +226,8 @@ class FakeHfHub:
         authorization = {k.lower(): v for k, v in headers.items()}.get("authorization")
         with self._lock:
             self._requests.append(RecordedRequest(method, "/".join([""] + segments), query, authorization is not None))
+        if self.outage_status is not None:
+            return _error(self.outage_status, None, "Service Unavailable")
         if segments[:1] == ["api"] and len(segments) >= 4 and segments[1] in _TYPE_PREFIXES:
             repo_key = (_TYPE_PREFIXES[segments[1]], f"{segments[2]}/{segments[3]}")
             return self._api(repo_key, segments[4:], split.path, query, authorization)
@@ -293,9 +298,7 @@ class FakeHfHub:
             }
         )
 
-    def _tree(
-        self, repo: FakeRepo, revision: str, path: str, url_path: str, query: Dict[str, List[str]]
-    ) -> _Reply:
+    def _tree(self, repo: FakeRepo, revision: str, path: str, url_path: str, query: Dict[str, List[str]]) -> _Reply:
         commit = repo.resolve(revision)
         if commit is None:
             return _error(404, "RevisionNotFound", f"Invalid rev id: {revision}")

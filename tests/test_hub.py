@@ -107,6 +107,7 @@ def test_downloads_only_requested_subsets_and_metadata(hub: FakeHfHub, cache_dir
     expected = ["test/bridge/ep0.mp4", "test/bridge/ep1.mp4", "test/droid/ep0.mp4", "test/droid/ep1.mp4"]
     expected.append("test/metadata.jsonl")
     assert hub.downloaded_files() == sorted(expected)
+    assert set(hub.resolve_requests("HEAD")) <= set(expected)
     assert _local_files(split) == sorted(expected)
     assert split == DownloadedSplit(root=split.root, commit=SHA_MAIN, repo_id=DATASET_ID, revision="main")
     assert Path(split.metadata_path).read_text().count("\n") == 6
@@ -120,8 +121,8 @@ def test_all_subsets_download_the_whole_test_split_and_nothing_else(
 
     assert hub.downloaded_files() == sorted(repo_files["test"])
     assert _local_files(split) == sorted(repo_files["test"])
-    touched = [path for request in hub.requests for path in [request.path] if "/resolve/" in path]
-    assert not any("/train/" in path or "/val/" in path or path.endswith("README.md") for path in touched)
+    resolved = [request.path for request in hub.requests if "/resolve/" in request.path]
+    assert resolved and not any("/train/" in path or "/val/" in path or "README" in path for path in resolved)
 
 
 @pytest.mark.parametrize(
@@ -225,6 +226,19 @@ def test_unreachable_hub_falls_back_to_the_cache(hub: FakeHfHub, cache_dir: str,
     assert time.monotonic() - started < 10  # no retry back-off on the dead endpoint
 
 
+def test_hub_outage_falls_back_to_the_cache(hub: FakeHfHub, cache_dir: str, tmp_path: Path) -> None:
+    online = download_test_split(["bridge"], cache_dir=cache_dir, endpoint=hub.url)
+    hub.outage_status = 503
+    started = time.monotonic()
+
+    assert download_test_split(["bridge"], cache_dir=cache_dir, endpoint=hub.url) == online
+    with pytest.raises(HubDownloadError) as caught:
+        download_test_split(["bridge"], cache_dir=str(tmp_path / "empty-cache"), endpoint=hub.url)
+
+    assert "503" in str(caught.value) and "data=sample" in str(caught.value)
+    assert time.monotonic() - started < 10  # no retry back-off
+
+
 def test_unknown_revision_is_named(hub: FakeHfHub, cache_dir: str) -> None:
     with pytest.raises(HubDownloadError, match="Revision 'no-such-branch' was not found") as caught:
         download_test_split(["bridge"], revision="no-such-branch", cache_dir=cache_dir, endpoint=hub.url)
@@ -267,13 +281,16 @@ def test_private_repository_needs_the_right_token(tmp_path: Path, cache_dir: str
             download_test_split(["bridge"], repo_id="lab/private", cache_dir=cache_dir, endpoint=fake.url, token=wrong)
         assert wrong not in str(caught.value) and right not in str(caught.value)
 
-        split = download_test_split(["bridge"], repo_id="lab/private", cache_dir=cache_dir, endpoint=fake.url, token=right)
+        split = download_test_split(
+            ["bridge"], repo_id="lab/private", cache_dir=cache_dir, endpoint=fake.url, token=right
+        )
     assert split.commit == SHA_MAIN
 
 
 def test_gated_repository_says_how_to_get_access(tmp_path: Path, cache_dir: str) -> None:
     _make_split(tmp_path / "gated", "test", ["bridge"])
-    repo = FakeRepo("lab/gated", {SHA_MAIN: tmp_path / "gated"}, {"main": SHA_MAIN}, token="hf_grantedABCDEFGH", gated=True)
+    granted = "hf_grantedABCDEFGH"
+    repo = FakeRepo("lab/gated", {SHA_MAIN: tmp_path / "gated"}, {"main": SHA_MAIN}, token=granted, gated=True)
     with FakeHfHub([repo]) as fake:
         with pytest.raises(HubDownloadError) as caught:
             download_test_split(["bridge"], repo_id="lab/gated", cache_dir=cache_dir, endpoint=fake.url)
@@ -297,7 +314,9 @@ def test_a_single_subset_string_is_accepted(hub: FakeHfHub, cache_dir: str) -> N
 
 def test_fake_hub_speaks_the_protocol_huggingface_hub_expects(hub: FakeHfHub, cache_dir: str) -> None:
     """Self-test of the fake: plain HTTP file metadata and the errors huggingface_hub maps."""
-    path = hf_hub_download(DATASET_ID, "test/metadata.jsonl", repo_type="dataset", cache_dir=cache_dir, endpoint=hub.url)
+    path = hf_hub_download(
+        DATASET_ID, "test/metadata.jsonl", repo_type="dataset", cache_dir=cache_dir, endpoint=hub.url
+    )
     assert Path(path).read_text().startswith('{"file_name": "bridge/ep0.mp4"')
 
     request = urllib.request.Request(f"{hub.url}/datasets/{DATASET_ID}/resolve/main/test/bridge/ep0.mp4", method="HEAD")
