@@ -9,7 +9,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from helm_roboreward.benchmark import MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
 
@@ -260,10 +260,10 @@ def locate_video(split_dir: str, row: MetadataRow, trusted_root: Optional[str] =
     return real
 
 
-def load_rollouts(
+def collect_rollouts(
     root: str, subsets: Optional[Sequence[str]], source: str, trusted_root: Optional[str] = None
-) -> List[Rollout]:
-    """Read, validate and locate the rows of the requested subsets under a data root.
+) -> Tuple[List[Rollout], List[str]]:
+    """Read and validate the metadata, then locate every row's video, keeping going past bad videos.
 
     Args:
         root: The data root holding ``test/metadata.jsonl``.
@@ -272,10 +272,11 @@ def load_rollouts(
         trusted_root: See :func:`locate_video`.
 
     Returns:
-        The rollouts in metadata order.
+        The rollouts whose video was found, in metadata order, and one message per row whose video
+        was not (missing, empty, outside the data folder).
 
     Raises:
-        DataError: Anything invalid; every missing video is listed.
+        DataError: The metadata itself is invalid (every invalid row is listed).
     """
     split_dir = os.path.join(root, TEST_SPLIT)
     rows = select_rows(read_metadata(metadata_path(root)), subsets, source)
@@ -291,6 +292,18 @@ def load_rollouts(
             Rollout(row=row, video_path=path, kind=infer_kind(row), episode=episode_key(row),
                     robot=subset_info(row.subset).robot)
         )
+    return rollouts, problems
+
+
+def load_rollouts(
+    root: str, subsets: Optional[Sequence[str]], source: str, trusted_root: Optional[str] = None
+) -> List[Rollout]:
+    """Like :func:`collect_rollouts`, but any missing or unusable video is an error.
+
+    Raises:
+        DataError: Anything invalid; every bad row is listed.
+    """
+    rollouts, problems = collect_rollouts(root, subsets, source, trusted_root)
     if problems:
         shown = problems[:MAX_REPORTED_PROBLEMS]
         extra = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""

@@ -66,6 +66,8 @@ class FrameSet:
     num_frames: int
     native_fps: float
     width: int
+    """Width of the stored frames (after rotation and ``max_side``)."""
+
     height: int
     total_bytes: int
     cached: bool
@@ -151,7 +153,10 @@ def decode_frames(path: str, indices: Sequence[int], probe: VideoProbe) -> Itera
                     container.seek(probe.timestamps[keyframe], stream=stream, backward=True, any_frame=False)
                 frames = iter(container.decode(stream))
                 position = keyframe - 1
-            frame = next(frames, None)
+            try:
+                frame = next(frames, None)
+            except av.FFmpegError:
+                frame = None  # a damaged packet ends the stream, as it ends a sequential read
             if frame is None:
                 return  # the stream ended before the remaining wanted frames
             position = index_of.get(frame.pts, position + 1) if frame.pts is not None else position + 1
@@ -278,6 +283,8 @@ def _extract_into(video_path: str, directory: str, probe: VideoProbe, options: F
     if not written:
         raise VideoError(f"{video_path}: no frame could be decoded")
     files = [name for _, name in written]
+    with Image.open(os.path.join(directory, files[0])) as first:  # reads the header only
+        stored_width, stored_height = first.size
     manifest: Dict[str, object] = {
         "extractor": EXTRACTOR_VERSION,
         "options": asdict(options),
@@ -286,8 +293,10 @@ def _extract_into(video_path: str, directory: str, probe: VideoProbe, options: F
         "sizes": [os.path.getsize(os.path.join(directory, name)) for name in files],
         "num_frames": decoded_count if decoded_count is not None else probe.num_frames,
         "native_fps": probe.native_fps,
-        "width": probe.width,
-        "height": probe.height,
+        "width": stored_width,
+        "height": stored_height,
+        "source_width": probe.width,
+        "source_height": probe.height,
         "codec": probe.codec,
     }
     write_atomically(os.path.join(directory, MANIFEST_FILE), json.dumps(manifest, sort_keys=True).encode("utf-8"))

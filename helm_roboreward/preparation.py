@@ -46,27 +46,35 @@ class PreparationReport:
     """What a preparation pass did, for summaries and stats."""
 
     media: Dict[str, PreparedMedia] = field(default_factory=dict)
-    """By video path."""
+    """By video path (byte-identical videos at several paths share one entry's content)."""
 
     failures: Dict[str, str] = field(default_factory=dict)
     """Video path -> error message."""
 
     seconds: float = 0.0
 
+    def _distinct(self) -> List[PreparedMedia]:
+        return list({media.video_sha256: media for media in self.media.values()}.values())
+
+    @property
+    def num_videos(self) -> int:
+        """Distinct video contents prepared (counterfactual copies of one video count once)."""
+        return len(self._distinct())
+
     @property
     def num_frames(self) -> int:
         """Frames stored or found (each distinct video counted once)."""
-        return sum(len(media.frame_indices) for media in self.media.values())
+        return sum(len(media.frame_indices) for media in self._distinct())
 
     @property
     def num_bytes(self) -> int:
         """Bytes of media (each distinct video counted once)."""
-        return sum(media.num_bytes for media in self.media.values())
+        return sum(media.num_bytes for media in self._distinct())
 
     @property
     def cache_hits(self) -> int:
-        """Videos that needed no work."""
-        return sum(1 for media in self.media.values() if media.cached)
+        """Distinct videos that needed no work."""
+        return sum(1 for media in self._distinct() if media.cached)
 
 
 def store_video(video_path: str, video_sha256: str, media_dir: str) -> PreparedMedia:
@@ -89,9 +97,11 @@ def store_video(video_path: str, video_sha256: str, media_dir: str) -> PreparedM
     return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (target,), (), size, cached=False)
 
 
-def prepare_one(video_path: str, media_dir: str, native: bool, options: FrameOptions) -> PreparedMedia:
-    """Hash a video and produce its media (run inside worker processes)."""
-    digest = file_digest(video_path)
+def prepare_one(
+    video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: Optional[str] = None
+) -> PreparedMedia:
+    """Produce one video's media (run inside worker processes); hashes the video unless ``digest`` is given."""
+    digest = digest or file_digest(video_path)
     if native:
         try:
             return store_video(video_path, digest, media_dir)
@@ -108,9 +118,11 @@ def prepare_one(video_path: str, media_dir: str, native: bool, options: FrameOpt
     )
 
 
-def _safe_prepare(video_path: str, media_dir: str, native: bool, options: FrameOptions) -> Union[PreparedMedia, str]:
+def _safe_prepare(
+    video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str
+) -> Union[PreparedMedia, str]:
     try:
-        return prepare_one(video_path, media_dir, native, options)
+        return prepare_one(video_path, media_dir, native, options, digest)
     except VideoError as error:
         return str(error)
     except OSError as error:
@@ -131,34 +143,42 @@ def prepare_media(
     report lists each failure.
     """
     started = time.perf_counter()
-    paths = list(dict.fromkeys(rollout.video_path for rollout in rollouts))
     os.makedirs(media_dir, exist_ok=True)
     _check_writable(media_dir)
     report = PreparationReport()
+    # Hash first and prepare each distinct content once: counterfactual rows reuse a success's bytes.
+    paths_by_digest: Dict[str, List[str]] = {}
+    for path in dict.fromkeys(rollout.video_path for rollout in rollouts):
+        try:
+            paths_by_digest.setdefault(file_digest(path), []).append(path)
+        except OSError as error:
+            report.failures[path] = f"{path}: cannot read ({error.strerror or error})"
     label = "videos" if native else "frames"
-    bar = tqdm(total=len(paths), desc=f"roboreward {label}", unit="video", disable=not progress)
-    if jobs <= 1 or len(paths) <= 1:
-        for path in paths:
-            _record(report, path, _safe_prepare(path, media_dir, native, options))
+    bar = tqdm(total=len(paths_by_digest), desc=f"roboreward {label}", unit="video", disable=not progress)
+    if jobs <= 1 or len(paths_by_digest) <= 1:
+        for digest, paths in paths_by_digest.items():
+            _record(report, paths, _safe_prepare(paths[0], media_dir, native, options, digest))
             bar.update(1)
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures: List[Tuple[str, Future[Union[PreparedMedia, str]]]] = [
-                (path, pool.submit(_safe_prepare, path, media_dir, native, options)) for path in paths
+            futures: List[Tuple[List[str], Future[Union[PreparedMedia, str]]]] = [
+                (paths, pool.submit(_safe_prepare, paths[0], media_dir, native, options, digest))
+                for digest, paths in paths_by_digest.items()
             ]
-            for path, future in futures:
-                _record(report, path, future.result())
+            for paths, future in futures:
+                _record(report, paths, future.result())
                 bar.update(1)
     bar.close()
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _record(report: PreparationReport, path: str, outcome: Union[PreparedMedia, str]) -> None:
-    if isinstance(outcome, PreparedMedia):
-        report.media[path] = outcome
-    else:
-        report.failures[path] = outcome
+def _record(report: PreparationReport, paths: List[str], outcome: Union[PreparedMedia, str]) -> None:
+    for path in paths:
+        if isinstance(outcome, PreparedMedia):
+            report.media[path] = outcome
+        else:
+            report.failures[path] = outcome
 
 
 def _check_writable(media_dir: str) -> None:

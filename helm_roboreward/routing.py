@@ -126,10 +126,16 @@ def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> Run
     if resolved is None:
         return run_spec
     deployment, client_class = resolved
-    requested = str(run_spec.scenario_spec.args.get("video", AUTO))
+    args = run_spec.scenario_spec.args
+    current = str(args.get("video", AUTO))
+    # The user's request survives resolution, so a later expander (model after model_deployment, or a
+    # deployment override after the model) decides again from it rather than from an earlier guess.
+    requested = str(args.get("video_request", current))
     mode = choose_video_mode(requested, run_spec.adapter_spec.model, client_class, deployment)
-    scenario_spec = dataclasses.replace(run_spec.scenario_spec, args={**run_spec.scenario_spec.args, "video": mode})
-    name = run_spec.name.replace(f"video={requested}", f"video={mode}", 1)
+    scenario_spec = dataclasses.replace(
+        run_spec.scenario_spec, args={**args, "video": mode, "video_request": requested}
+    )
+    name = run_spec.name.replace(f"video={current}", f"video={mode}", 1)
     adapter_spec = run_spec.adapter_spec
     if apply_token_allowance and needs_reasoning_allowance(adapter_spec.model):
         adapter_spec = dataclasses.replace(adapter_spec, max_tokens=adapter_spec.max_tokens + REASONING_TOKEN_ALLOWANCE)

@@ -92,8 +92,8 @@ def get_roboreward_spec(
         raise ValueError(f"roboreward: video={video!r} is not one of {', '.join(VIDEO_MODES)}")
     if failed not in FAILED_POLICIES:
         raise ValueError(f"roboreward: failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
-    if data == "sample" and revision != DATASET_REVISION:
-        raise ValueError("roboreward: revision= applies to data=hf only; drop it for data=sample")
+    if data != "hf" and revision != DATASET_REVISION:
+        raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
     _check_subset(subset, data)
     options = FrameOptions(
         frames_per_second=_number("fps", fps, float),

@@ -65,18 +65,25 @@ class RoboRewardScenario(Scenario):
         max_side: int = 0,
         jobs: int = 0,
         media_dir: Optional[str] = None,
+        video_request: Optional[str] = None,
     ) -> None:
-        """Args mirror the run entry (see README); ``media_dir`` overrides where media is stored."""
+        """Args mirror the run entry (see README).
+
+        ``video`` is the resolved mode; ``video_request`` what the run entry asked for (``auto``
+        included), kept for provenance; ``media_dir`` overrides where media is stored.
+        """
         super().__init__()
         if video not in (FRAMES, NATIVE):
             raise ValueError(
                 f"video={video!r} reached the scenario unresolved; expected one of {VIDEO_MODES[:2]}. "
-                "Run through helm-run with helm-roboreward installed so video=auto is resolved per model."
+                "video=auto is resolved per model when the run entry names the model (model=... or model=vlm) "
+                "and helm-roboreward is installed; or pass video=frames / video=native explicitly."
             )
         self.subset = subset
         self.data = data
         self.revision = revision
         self.video = video
+        self.video_request = video_request or video
         self.frame_options = FrameOptions(
             frames_per_second=float(frames_per_second),
             include_last_frame=bool(include_last_frame),
@@ -117,6 +124,7 @@ class RoboRewardScenario(Scenario):
             "episode": rollout.episode,
             "video_sha256": media.video_sha256,
             "video_mode": self.video,
+            "video_request": self.video_request,
             "num_frames": len(media.frame_indices),
             "frame_indices": list(media.frame_indices),
             "media_bytes": media.num_bytes,

@@ -24,6 +24,9 @@ UNPARSEABLE_ABS_ERROR = float(MAX_SCORE - MIN_SCORE)
 
 # Python's \d: any Unicode decimal digit counts ("ANSWER: ٤" -> 4); PROTOCOL does not restrict digits to ASCII.
 _NUMBER = r"-?\d+(?:\.\d+)?"
+MAX_PARSED_MAGNITUDE = 1e150
+"""Larger numbers are unparseable: their squared error would overflow and poison every mean."""
+
 _ANSWER_PATTERN = re.compile(r"answer\s*:\s*(" + _NUMBER + r")", re.IGNORECASE)
 _LEADING_NUMBER_PATTERN = re.compile(r"(" + _NUMBER + r")\b")
 
@@ -43,8 +46,8 @@ def parse_progress_score(completion: str) -> Optional[float]:
     if match is None:
         return None
     value = float(match.group(1))
-    if not math.isfinite(value):  # a digit string too long for a float; treat as unparseable
-        return None
+    if not math.isfinite(value) or abs(value) > MAX_PARSED_MAGNITUDE:
+        return None  # a digit string so long that its error would not be finite: unparseable
     return value
 
 

@@ -451,7 +451,7 @@ def pixel_to_table(quad: Sequence[Vec]) -> np.ndarray:
     """The homography taking frame-fraction coordinates to table coordinates."""
     corners = ((0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0))
     system, rhs = [], []
-    for (u, v), (x, y) in zip(quad, corners):
+    for (u, v), (x, y) in zip(quad, corners, strict=True):
         system.append([u, v, 1.0, 0.0, 0.0, 0.0, -x * u, -x * v])
         system.append([0.0, 0.0, 0.0, u, v, 1.0, -y * u, -y * v])
         rhs += [x, y]
@@ -732,7 +732,7 @@ def openx_rows(spec: SubsetSpec, rng: np.random.Generator, test_dir: Path) -> li
     )
     order = rng.permutation(len(spec.plans))
     rows: list[Row] = []
-    for number, plan_index in zip(numbers, order):
+    for number, plan_index in zip(numbers, order, strict=True):
         rows += openx_episode_rows(
             spec, spec.plans[int(plan_index)], f"episode_{number:06d}", rng, test_dir
         )

@@ -1,0 +1,120 @@
+"""The ``roboreward`` command: ``prepare`` (download, validate, extract frames once), ``leaderboard``, ``report``.
+
+User errors (bad data, bad options, unwritable folders) print one clear message and exit with a
+non-zero status, never a traceback.
+"""
+
+import argparse
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from helm_roboreward.benchmark import DATASET_REVISION
+from helm_roboreward.frames import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
+
+SCENARIO_NAME = "roboreward"
+EXIT_FAILURES = 1
+EXIT_USAGE = 2
+
+
+def scenario_media_dir(output_path: str) -> str:
+    """Where helm-run keeps the scenario's media for ``-o output_path`` (shared with ``prepare``)."""
+    return os.path.join(output_path, "scenarios", SCENARIO_NAME)
+
+
+def add_data_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the data, mirroring the run-entry arguments."""
+    parser.add_argument("--data", default="hf", help="hf (default), sample, or a local copy's folder")
+    parser.add_argument("--subset", default="all", help="a subset id or all (default)")
+    parser.add_argument("--revision", default=DATASET_REVISION, help="hub revision for --data hf")
+
+
+def add_frame_options(parser: argparse.ArgumentParser) -> None:
+    """The media options, mirroring the run-entry arguments (defaults: the official frame rule)."""
+    parser.add_argument("--video", choices=["frames", "native"], default="frames",
+                        help="frames (default): JPEG frames; native: content-addressed mp4 copies")
+    parser.add_argument("--fps", type=float, default=OFFICIAL_FRAMES_PER_SECOND, help="frames kept per second")
+    parser.add_argument("--last-frame", action="store_true", help="also keep the final frame")
+    parser.add_argument("--max-frames", type=int, default=0, help="cap on frames per video (0: none)")
+    parser.add_argument("--max-side", type=int, default=0, help="longest side in pixels (0: native)")
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from helm_roboreward.data_source import resolve_data_source
+    from helm_roboreward.dataset import collect_rollouts
+    from helm_roboreward.preparation import failures_by_row, prepare_media
+
+    options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
+                           max_frames=args.max_frames, max_side=args.max_side)
+    subsets = None if args.subset == "all" else [args.subset]
+    source = resolve_data_source(args.data, args.revision, subsets)
+    rollouts, problems = collect_rollouts(source.root, subsets, source.description, source.trusted_root)
+    media_dir = scenario_media_dir(args.output_path)
+    jobs = args.jobs or os.cpu_count() or 1
+    report = prepare_media(rollouts, media_dir, args.video == "native", options, jobs=jobs,
+                           progress=not args.quiet)
+    failures: List[str] = problems + failures_by_row(rollouts, report)
+    print(f"roboreward prepare: {source.description} (revision {source.revision}) -> {media_dir}")
+    print(f"  rows: {len(rollouts) + len(problems)}   distinct videos ready: {report.num_videos}"
+          f"   cache hits: {report.cache_hits}   failed videos: {len(set(report.failures))}")
+    if args.video == "frames":
+        print(f"  frames: {report.num_frames}   bytes: {report.num_bytes:,}")
+    else:
+        print(f"  video bytes: {report.num_bytes:,}")
+    print(f"  seconds: {report.seconds:.1f}   jobs: {jobs}")
+    if failures:
+        print(f"  FAILED rows: {len(failures)} (the other videos are prepared and cached)", file=sys.stderr)
+        for line in failures:
+            print(f"    {line}", file=sys.stderr)
+        return EXIT_FAILURES
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``roboreward`` argument parser."""
+    parser = argparse.ArgumentParser(prog="roboreward", description="RoboRewardBench tools for HELM.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    prepare = commands.add_parser("prepare", help="download, validate and extract frames once, for every later run",
+                                  description="Download what is missing, validate every row and prepare the media "
+                                  "helm-run will use (same cache), in parallel.")
+    add_data_options(prepare)
+    add_frame_options(prepare)
+    prepare.add_argument("--output-path", default="benchmark_output", help="helm-run's -o (default benchmark_output)")
+    prepare.add_argument("--jobs", type=int, default=0, help="worker processes (default: CPU count)")
+    prepare.add_argument("--quiet", action="store_true", help="no progress bar")
+    prepare.set_defaults(handler=_prepare)
+    leaderboard = commands.add_parser("leaderboard", help="print a summarized suite's leaderboard")
+    leaderboard.add_argument("--suite", required=True)
+    leaderboard.add_argument("--output-path", default="benchmark_output")
+    leaderboard.set_defaults(handler=_leaderboard)
+    return parser
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from helm_roboreward.leaderboard import main as leaderboard_main
+
+    return leaderboard_main(["--suite", args.suite, "--output-path", args.output_path])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``roboreward`` command; returns the exit status."""
+    from helm_roboreward.dataset import DataError
+    from helm_roboreward.extraction import VideoError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (DataError, VideoError, ValueError) as error:
+        print(f"roboreward {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"roboreward {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"roboreward {args.command}: interrupted; finished videos stay cached, rerun to continue.",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

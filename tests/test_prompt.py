@@ -1,0 +1,68 @@
+"""``helm_roboreward.prompt``: the exact PROTOCOL section 3 text, with the task inserted verbatim."""
+
+import pytest
+
+from helm_roboreward.prompt import RUBRIC_PROMPT_TEMPLATE, build_prompt
+
+# Copied from PROTOCOL.md section 3 with the 4-space indentation removed.
+EXPECTED_PREFIX = (
+    "Given the task, assign a discrete progress score reward (1,2,3,4,5) for the robot in the video in the format: "
+    "ANSWER: <score>\n"
+    "Rubric for end-of-episode progress (judge only the final state without time limits):\n"
+    "1 - No Success: Final state shows no goal-relevant change for the command.\n"
+    "2 - Minimal Progress: Final state shows a small but insufficient change toward the goal.\n"
+    "3 - Partial Completion: The final state shows good progress toward the goal but violates more than one "
+    "requirement or a major requirement.\n"
+    "4 - Near Completion: Final state is correct in region and intent but misses a single minor requirement.\n"
+    "5 - Perfect Completion: Final state satisfies all requirements.\n"
+    "\n"
+    "Task: "
+)
+
+
+def test_exact_text() -> None:
+    task = "put the red block in the blue bowl"
+    assert build_prompt(task) == EXPECTED_PREFIX + task
+
+
+def test_template_matches_protocol() -> None:
+    assert RUBRIC_PROMPT_TEMPLATE == EXPECTED_PREFIX + "{task}"
+
+
+def test_structure() -> None:
+    prompt = build_prompt("wipe the table")
+    lines = prompt.split("\n")
+    assert len(lines) == 9
+    assert lines[7] == ""  # exactly one blank line before "Task:"
+    assert lines[6] != ""
+    assert lines[8] == "Task: wipe the table"
+    assert not prompt.startswith((" ", "\n"))
+    assert prompt.endswith("wipe the table")  # nothing after the task
+    assert all(line == line.lstrip() for line in lines)  # no indentation
+    assert "\r" not in prompt and "\t" not in prompt
+    assert prompt.count("ANSWER: <score>") == 1
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "pick up the {block} and {task}",  # braces must not be treated as a format string
+        "{task}",
+        "{}",
+        "{0} {{x}} %s %(name)s",
+        "place the tasse in the bol — déjà vu ✓ 把杯子放进碗里 🍎",
+        "line one\nline two\n",
+        "  leading and trailing spaces  ",
+        "\\n is not a newline, \\ backslash",
+        "a",
+        "x" * 207,
+    ],
+)
+def test_task_inserted_verbatim(task: str) -> None:
+    assert build_prompt(task) == EXPECTED_PREFIX + task
+
+
+def test_task_containing_the_placeholder_is_not_expanded_twice() -> None:
+    prompt = build_prompt("{task}{task}")
+    assert prompt.endswith("Task: {task}{task}")
+    assert prompt.count("Given the task") == 1
