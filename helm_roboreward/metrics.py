@@ -91,6 +91,20 @@ def media_stats(extra: Dict[str, object]) -> List[Stat]:
     return stats
 
 
+def usage_stats(request_state: RequestState) -> List[Stat]:
+    """Prompt and completion tokens, when the client reported them (in the completion's finish_reason)."""
+    result = request_state.result
+    if result is None or not result.completions:
+        return []
+    finish = result.completions[0].finish_reason or {}
+    stats = []
+    for key, name in (("prompt_tokens", "num_prompt_tokens"), ("completion_tokens", "num_completion_tokens")):
+        value = finish.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            stats.append(Stat(MetricName(name)).add(float(value)))
+    return stats
+
+
 def failed_request_score(gold: int) -> ScoredPrediction:
     """The charge for a failed request under ``failed=max_error``: the worst possible answer."""
     return ScoredPrediction(
@@ -128,6 +142,7 @@ class RoboRewardMetric(Metric):
         gold = gold_score(instance)
         text = completion_text(request_state)
         stats = [Stat(MetricName("failed_request")).add(1.0 if text is None else 0.0)] + media_stats(extra)
+        stats += usage_stats(request_state)
         if text is None and self.failed == SKIP_FAILED:
             return stats
         scored = failed_request_score(gold) if text is None else score_prediction(text, gold)

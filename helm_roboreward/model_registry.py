@@ -46,6 +46,10 @@ def register_package_models() -> List[str]:
     with open(os.path.join(config_dir(), MODEL_DEPLOYMENTS_FILE), encoding="utf-8") as handle:
         deployments = cattrs.structure(yaml.safe_load(handle), ModelDeployments)
     for deployment in deployments.model_deployments:
+        if deployment.model_name not in MODEL_NAME_TO_MODEL_METADATA:
+            # A HELM built-in model whose metadata is not loaded yet (HELM would invent placeholder metadata
+            # and list the model twice later); helm-run always loads the built-ins before plugins.
+            continue
         if deployment.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
             register_model_deployment(deployment)
             added.append(deployment.name)
