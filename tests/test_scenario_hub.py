@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 
+import huggingface_hub.constants
 import pytest
 
 from helm_roboreward.benchmark import DATASET_ID
@@ -25,6 +26,8 @@ def hub_env(tmp_path, monkeypatch):
     with FakeHfHub([FakeRepo(DATASET_ID, commits={COMMIT: str(content)}, refs={"main": COMMIT})]) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # read at import time
         yield hub
 
 
