@@ -83,11 +83,28 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("--jobs", type=int, default=0, help="worker processes (default: CPU count)")
     prepare.add_argument("--quiet", action="store_true", help="no progress bar")
     prepare.set_defaults(handler=_prepare)
+    export = commands.add_parser("export-media", help="copy a suite's frames and videos into a helm-server export",
+                                 description="helm-server --export-path copies runs/ but not the media the runs "
+                                 "point to; this copies them where the exported viewer looks for them.")
+    export.add_argument("--suite", required=True)
+    export.add_argument("--output-path", default="benchmark_output")
+    export.add_argument("--export-path", required=True, help="the folder given to helm-server --export-path")
+    export.set_defaults(handler=_export_media)
     leaderboard = commands.add_parser("leaderboard", help="print a summarized suite's leaderboard")
     leaderboard.add_argument("--suite", required=True)
     leaderboard.add_argument("--output-path", default="benchmark_output")
     leaderboard.set_defaults(handler=_leaderboard)
     return parser
+
+
+def _export_media(args: argparse.Namespace) -> int:
+    from helm_roboreward.viewer import export_media
+
+    copied, size, problems = export_media(args.output_path, args.suite, args.export_path)
+    print(f"roboreward export-media: {copied} files ({size:,} bytes) copied into {args.export_path}/benchmark_output")
+    for problem in problems:
+        print(f"  {problem}", file=sys.stderr)
+    return EXIT_FAILURES if problems else 0
 
 
 def _leaderboard(args: argparse.Namespace) -> int:

@@ -36,6 +36,7 @@ from helm_roboreward.frames import FrameOptions
 from helm_roboreward.preparation import PreparedMedia, failures_by_row, prepare_media
 from helm_roboreward.prompt import build_prompt
 from helm_roboreward.routing import FRAMES, NATIVE, VIDEO_MODES
+from helm_roboreward.viewer import recorded_path
 
 PROVENANCE_PREFIX = "roboreward-data-"
 """Provenance records (data, requested and resolved revision) are written next to the media."""
@@ -98,7 +99,7 @@ class RoboRewardScenario(Scenario):
         subsets = None if self.subset == "all" else [self.subset]
         source = resolve_data_source(self.data, self.revision, subsets)
         rollouts = load_rollouts(source.root, subsets, source.description, source.trusted_root)
-        media_dir = self.media_dir or output_path
+        media_dir = recorded_path(self.media_dir or output_path)
         report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=self.jobs)
         if report.failures:
             lines = failures_by_row(rollouts, report)

@@ -11,6 +11,8 @@ from helm.benchmark.model_deployment_registry import (
     DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
     ClientSpec,
     ModelDeployment,
+    get_default_model_deployment_for_model,
+    get_model_deployment,
     register_model_deployment,
 )
 from helm.benchmark.model_metadata_registry import (
@@ -24,6 +26,7 @@ from helm.benchmark.run_spec_factory import construct_run_specs
 from helm.common.object_spec import create_object, parse_object_spec
 
 import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
+from helm_roboreward import routing
 from helm_roboreward.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS
 from helm_roboreward.routing import NATIVE_VIDEO_TAG
 from helm_roboreward.run_specs import data_label, get_roboreward_spec
@@ -264,7 +267,11 @@ def test_model_vlm_expands_with_every_video_mode_resolved() -> None:
     assert modes[CONSTANT] == "frames" and modes[RANDOM] == "frames"
     for spec in specs:  # every native run goes to a deployment whose client can send the mp4
         if spec.scenario_spec.args["video"] == "native":
-            assert spec.adapter_spec.model.startswith("google/gemini"), spec.name
+            assert routing.model_takes_video(spec.adapter_spec.model), spec.name
+            deployment = get_model_deployment(
+                spec.adapter_spec.model_deployment or get_default_model_deployment_for_model(spec.adapter_spec.model)
+            )
+            assert routing.client_sends_video(deployment.client_spec.class_name), spec.name
 
 
 def test_explicit_video_modes() -> None:

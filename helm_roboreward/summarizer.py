@@ -1,0 +1,225 @@
+"""A HELM Summarizer that makes the RoboReward leaderboard readable: direction, ranking, breakdowns.
+
+Use it with ``helm-summarize --summarizer-class-name helm_roboreward.summarizer.RoboRewardSummarizer``.
+Over HELM 0.5.16's summarizer it:
+
+- gives the "Mean" column of the leaderboard its direction (lower is better), bolds the best
+  value and ranks the rows by it (HELM copies the direction from the model-name column, so the
+  mean has none);
+- adds, to each leaderboard parent group, tables that the schema alone cannot express because
+  they aggregate across subset runs: MAE by robot, MAE by augmentation kind, failure modes and
+  cost per instance;
+- lists a leaderboard group that has runs first in ``schema.json``, so the landing page
+  (``helm-server --project robo-reward-bench``) shows the demo suite as well as a full suite.
+
+Aggregation in the added tables: the MAE tables are macro means over the subsets that have the
+group (the official overall rule applied within a robot or kind); rates are macro means over
+subsets; cost columns are per-instance means pooled over all instances.
+"""
+
+import dataclasses
+from collections import defaultdict
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from helm.benchmark.adaptation.adapter_spec import AdapterSpec
+from helm.benchmark.presentation.schema import MetricNameMatcher, RunGroup
+from helm.benchmark.presentation.summarize import (
+    Run,
+    Summarizer,
+    get_coarse_adapter_spec,
+    get_model_metadata_for_adapter_spec,
+    get_unique_stat_by_matcher,
+)
+from helm.benchmark.presentation.table import Cell, HeaderCell, Table
+
+from helm_roboreward.benchmark import subset_info
+from helm_roboreward.dataset import KINDS
+from helm_roboreward.metrics import KIND_MAE_PREFIX
+
+LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample")
+MEAN_HEADER = "Mean score"
+MEAN_DISPLAY = "Mean MAE (macro)"
+
+# (stat, column title, description, lower_is_better) for the failure-mode table.
+FAILURE_COLUMNS: Tuple[Tuple[str, str, str, Optional[bool]], ...] = (
+    ("invalid_output", "Invalid output", "Share of answers with no parseable score.", True),
+    ("false_success", "False success", "Share of answers of 5 for rollouts labelled below 5.", True),
+    ("missed_success", "Missed success", "Share of rollouts labelled 5 that did not get a 5.", True),
+    ("signed_error", "Bias", "Mean predicted minus label over parsed answers (positive: over-rewarding).", None),
+    ("exact_match", "Exact match", "Share of answers equal to the label.", False),
+    ("failed_request", "Failed requests", "Share of requests with no completion (left out of the MAE).", True),
+)
+COST_COLUMNS: Tuple[Tuple[str, str, str], ...] = (
+    ("num_frames", "Frames / instance", "JPEG frames sent per instance (0 for native video)."),
+    ("media_bytes", "Media bytes / instance", "Bytes of video or frames sent per instance."),
+    ("num_prompt_tokens", "Prompt tokens / instance", "Prompt tokens, where the client reports them."),
+)
+
+
+def _stat(run: Run, name: str) -> Optional[Tuple[float, int]]:
+    """``(sum, count)`` of a test-split stat of a run, or None."""
+    stat = get_unique_stat_by_matcher(run.stats, MetricNameMatcher(name=name, split="test"))
+    if stat is None or not stat.count:
+        return None
+    return stat.sum, stat.count
+
+
+def _macro(values: Sequence[Optional[float]]) -> Optional[float]:
+    present = [value for value in values if value is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _subset_of(run: Run) -> str:
+    return str(run.run_spec.scenario_spec.args.get("subset", ""))
+
+
+class RoboRewardSummarizer(Summarizer):
+    """HELM's summarizer plus the RoboReward leaderboard fixes and breakdown tables."""
+
+    def write_schema(self) -> None:
+        """Write schema.json with a leaderboard group that has runs first (the landing page shows the first)."""
+        with_runs = [name for name in LEADERBOARD_GROUPS if self._group_runs(name)]
+        if with_runs:
+            first = with_runs[0]
+            groups = sorted(self.schema.run_groups, key=lambda group: group.name != first)
+            self.schema = dataclasses.replace(self.schema, run_groups=groups)
+        super().write_schema()
+
+    def create_group_table(self, *args, **kwargs) -> Table:  # type: ignore[no-untyped-def]
+        """HELM's table, with the mean column's direction fixed, bolded and ranked."""
+        table = super().create_group_table(*args, **kwargs)
+        return _fix_mean_column(table)
+
+    def create_group_tables_by_metric_group(self, group: RunGroup) -> List[Table]:
+        """HELM's tables, plus the breakdown tables for the leaderboard groups."""
+        tables = super().create_group_tables_by_metric_group(group)
+        if group.name in LEADERBOARD_GROUPS:
+            runs_by_model = self._group_runs(group.name)
+            if runs_by_model:
+                tables += self._breakdown_tables(runs_by_model)
+        return tables
+
+    def _group_runs(self, group_name: str) -> Dict[str, List[Run]]:
+        """Runs of a parent group's subgroups, by model display name."""
+        group = next((g for g in self.schema.run_groups if g.name == group_name), None)
+        if group is None:
+            return {}
+        runs_by_model: Dict[str, List[Run]] = defaultdict(list)
+        for subgroup in self.expand_subgroups(group):
+            for adapter_spec, runs in self.group_adapter_to_runs[subgroup.name].items():
+                coarse: AdapterSpec = get_coarse_adapter_spec(adapter_spec, adapter_keys_shown=group.adapter_keys_shown)
+                name = get_model_metadata_for_adapter_spec(coarse).display_name
+                runs_by_model[name].extend(self.filter_runs_by_visibility(runs, group))
+        return {model: runs for model, runs in runs_by_model.items() if runs}
+
+    def _breakdown_tables(self, runs_by_model: Dict[str, List[Run]]) -> List[Table]:
+        robots = sorted({subset_info(_subset_of(run)).robot for runs in runs_by_model.values() for run in runs})
+        robot_columns = [
+            (robot, f"MAE on {robot} subsets (macro over them).", _macro_over_subsets("abs_error", robot=robot))
+            for robot in robots
+        ]
+        kind_columns = [
+            (kind, f"MAE on {kind} rows (macro over subsets that have them).",
+             _macro_over_subsets(KIND_MAE_PREFIX + kind))
+            for kind in KINDS
+        ]
+        failure_columns = [
+            (title, description, _macro_over_subsets(stat)) for stat, title, description, _ in FAILURE_COLUMNS
+        ]
+        cost_columns = [(title, description, _pooled(stat)) for stat, title, description in COST_COLUMNS]
+        return [
+            _table("robot_breakdown", "MAE by robot (lower is better)", runs_by_model, robot_columns, True),
+            _table("kind_breakdown_all", "MAE by augmentation kind (lower is better)", runs_by_model, kind_columns,
+                   True),
+            _table("failure_modes_all", "Failure modes (macro over subsets)", runs_by_model, failure_columns,
+                   [lower for _, _, _, lower in FAILURE_COLUMNS]),
+            _table("cost_all", "Cost per instance", runs_by_model, cost_columns, None),
+        ]
+
+
+Aggregator = Callable[[List[Run]], Optional[float]]
+
+
+def _macro_over_subsets(stat_name: str, robot: Optional[str] = None) -> Aggregator:
+    def aggregate(runs: List[Run]) -> Optional[float]:
+        values = []
+        for run in runs:
+            if robot is not None and subset_info(_subset_of(run)).robot != robot:
+                continue
+            found = _stat(run, stat_name)
+            values.append(found[0] / found[1] if found else None)
+        return _macro(values)
+
+    return aggregate
+
+
+def _pooled(stat_name: str) -> Aggregator:
+    def aggregate(runs: List[Run]) -> Optional[float]:
+        found = [pair for pair in (_stat(run, stat_name) for run in runs) if pair is not None]
+        total = sum(count for _, count in found)
+        return sum(value for value, _ in found) / total if total else None
+
+    return aggregate
+
+
+def _table(
+    name: str,
+    title: str,
+    runs_by_model: Dict[str, List[Run]],
+    columns: List[Tuple[str, str, Aggregator]],
+    lower_is_better: object,
+) -> Table:
+    directions = lower_is_better if isinstance(lower_is_better, list) else [lower_is_better] * len(columns)
+    header = [HeaderCell("Model")] + [
+        HeaderCell(title_, description=description, lower_is_better=direction)
+        for (title_, description, _), direction in zip(columns, directions, strict=True)
+    ]
+    rows = [
+        [Cell(model)] + [_value_cell(aggregate(runs)) for _, _, aggregate in columns]
+        for model, runs in sorted(runs_by_model.items())
+    ]
+    return _bold_best(Table(title=title, header=header, rows=rows, name=name))
+
+
+def _value_cell(value: Optional[float]) -> Cell:
+    return Cell(value, display_value=None if value is None else f"{value:.3f}")
+
+
+def _bold_best(table: Table) -> Table:
+    for column, header in enumerate(table.header):
+        if header.lower_is_better is None:
+            continue
+        values = [row[column].value for row in table.rows if row[column].value is not None]
+        if not values:
+            continue
+        best = min(values) if header.lower_is_better else max(values)
+        for row in table.rows:
+            if row[column].value == best:
+                style = {**(row[column].style or {}), "font-weight": "bold"}
+                row[column] = dataclasses.replace(row[column], style=style)
+    return table
+
+
+def _fix_mean_column(table: Table) -> Table:
+    """Give HELM's mean column the direction of the columns it averages, bold its best, rank by it."""
+    position = next((i for i, cell in enumerate(table.header) if cell.value == MEAN_HEADER), None)
+    if position is None:
+        return table
+    directions = {cell.lower_is_better for i, cell in enumerate(table.header) if i not in (0, position)}
+    if len(directions) != 1 or None in directions:
+        return table
+    lower_is_better = directions.pop()
+    table.header[position] = dataclasses.replace(
+        table.header[position], value=MEAN_DISPLAY, lower_is_better=lower_is_better,
+        description="Unweighted mean of the subset columns (the official overall number); missing subsets skipped.",
+    )
+    table = _bold_best(table)
+
+    def rank(row: List[Cell]) -> Tuple[bool, float]:
+        value = row[position].value
+        if value is None:
+            return True, 0.0
+        return False, float(value) if lower_is_better else -float(value)
+
+    table.rows.sort(key=rank)
+    return table
