@@ -11,6 +11,7 @@ from typing import List, Optional, Sequence
 
 from helm_roboreward.benchmark import DATASET_REVISION
 from helm_roboreward.frames import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
+from helm_roboreward.report.command import add_report_options, run_report
 
 SCENARIO_NAME = "roboreward"
 EXIT_FAILURES = 1
@@ -94,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     leaderboard.add_argument("--suite", required=True)
     leaderboard.add_argument("--output-path", default="benchmark_output")
     leaderboard.set_defaults(handler=_leaderboard)
+    report = commands.add_parser("report", help="macro MAE with bootstrap CIs, pairwise tests, tables and plots")
+    add_report_options(report)
+    report.set_defaults(handler=run_report)
     return parser
 
 

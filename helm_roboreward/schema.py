@@ -121,10 +121,12 @@ def build_schema() -> Dict[str, Any]:
                    "the mean column is the unweighted mean over subsets, the official overall number.")
     run_groups: List[Dict[str, Any]] = [
         {"name": PARENT_GROUP, "display_name": "RoboReward", "description": description, "category": CATEGORY,
-         "subgroup_metric_groups_hidden": HIDDEN_IN_LEADERBOARD, "subgroups": [subset_group(subset.id) for subset in OFFICIAL_SUBSETS]},
+         "subgroup_metric_groups_hidden": HIDDEN_IN_LEADERBOARD,
+         "subgroups": [subset_group(subset.id) for subset in OFFICIAL_SUBSETS]},
         {"name": SAMPLE_GROUP, "display_name": "RoboReward sample (offline demo)",
          "description": "The bundled simulated sample; not comparable with the benchmark.", "category": CATEGORY,
-         "subgroup_metric_groups_hidden": HIDDEN_IN_LEADERBOARD, "subgroups": [subset_group(subset.id) for subset in SAMPLE_SUBSETS]},
+         "subgroup_metric_groups_hidden": HIDDEN_IN_LEADERBOARD,
+         "subgroups": [subset_group(subset.id) for subset in SAMPLE_SUBSETS]},
         {"name": ALL_SUBSETS_GROUP, "display_name": "RoboReward (one run over all subsets)",
          "description": "Runs with subset=all: one run covering every subset, with its macro MAE.",
          "category": CATEGORY, "metric_groups": ["macro", "accuracy", "failure_modes", "kind_breakdown",
