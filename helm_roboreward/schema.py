@@ -104,6 +104,7 @@ def _subset_group(subset: Subset, sample: bool) -> Dict[str, Any]:
     return {
         "name": subset_group(subset.id),
         "display_name": subset.display_name,
+        **({"short_display_name": subset.short_display_name} if subset.short_display_name else {}),
         "description": f"{subset.display_name} ({subset.robot}), {origin}; subset id `{subset.id}`.",
         "category": CATEGORY,
         "metric_groups": ["accuracy", "failure_modes", "kind_breakdown", "general_information"],

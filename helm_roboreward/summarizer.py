@@ -18,6 +18,7 @@ subsets; cost columns are per-instance means pooled over all instances.
 """
 
 import dataclasses
+import hashlib
 from collections import defaultdict
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -56,6 +57,17 @@ COST_COLUMNS: Tuple[Tuple[str, str, str], ...] = (
 )
 
 
+MAX_TABLE_NAME = 100
+
+
+def short_table_name(name: Optional[str]) -> Optional[str]:
+    """A table name of at most :data:`MAX_TABLE_NAME` characters, unique by a hash of the full name."""
+    if name is None or len(name) <= MAX_TABLE_NAME:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
+    return f"{name[: MAX_TABLE_NAME - 13]}_{digest}"
+
+
 def _stat(run: Run, name: str) -> Optional[Tuple[float, int]]:
     """``(sum, count)`` of a test-split stat of a run, or None."""
     stat = get_unique_stat_by_matcher(run.stats, MetricNameMatcher(name=name, split="test"))
@@ -89,6 +101,16 @@ class RoboRewardSummarizer(Summarizer):
         """HELM's table, with the mean column's direction fixed, bolded and ranked."""
         table = super().create_group_table(*args, **kwargs)
         return _fix_mean_column(table)
+
+    def create_group_tables_by_subgroup(self, group: RunGroup) -> List[Table]:
+        """HELM's per-scenario tables, with names short enough to be file names.
+
+        HELM names each table after the group and every scenario argument and writes
+        ``groups/<group>_<table>.json``; with RoboReward's long subset ids that exceeds the 255-byte
+        file-name limit and helm-summarize crashes.
+        """
+        tables = super().create_group_tables_by_subgroup(group)
+        return [dataclasses.replace(table, name=short_table_name(table.name)) for table in tables]
 
     def create_group_tables_by_metric_group(self, group: RunGroup) -> List[Table]:
         """HELM's tables, plus the breakdown tables for the leaderboard groups."""
