@@ -14,8 +14,8 @@ protocol's budget under the ``roboreward`` run spec).
   unset by default, so the server's defaults apply (as on the official leaderboard).
 - The cache key holds each media file's SHA-256, not its path, so changed content is never served
   from the cache.
-- Reasoning returned separately (``reasoning_content`` / ``reasoning``, or a leading
-  ``<think>...</think>`` block) goes to ``GeneratedOutput.thinking``; only the answer is in ``text``.
+- Reasoning returned separately (``reasoning_content`` / ``reasoning``, or ``<think>`` tags, see
+  :func:`split_reasoning`) goes to ``GeneratedOutput.thinking``; only the answer is in ``text``.
 - Transient failures (connection errors, 408/409/429/5xx) are retried by the ``openai`` package
   with backoff (``max_retries``); a request that still fails, or fails permanently (other 4xx, e.g.
   a video too long for the context), returns a non-fatal failure: the run goes on and the metric
@@ -42,15 +42,25 @@ from helm.common.request import (
 
 DATA_URL = "data_url"
 FILE_URL = "file_url"
-_THINK_BLOCK = re.compile(r"^\s*<think>(?P<thinking>.*?)</think>\s*", re.DOTALL)
+_THINK_OPEN = "<think>"
+_THINK_CLOSE = "</think>"
+_THINK_OPEN_AT_START = re.compile(r"^\s*<think>")
 
 
 def split_reasoning(text: str) -> Tuple[str, Optional[str]]:
-    """Separate a leading ``<think>...</think>`` block (Qwen3 thinking models) from the answer."""
-    match = _THINK_BLOCK.match(text)
-    if match is None:
-        return text, None
-    return text[match.end():], match.group("thinking").strip()
+    """Separate reasoning in ``<think>`` tags (Qwen3 thinking models) from the answer.
+
+    - ``<think>...</think> answer`` and ``... </think> answer`` (the chat template opened the tag in
+      the prompt, and vLLM ran without a reasoning parser): the answer is what follows ``</think>``.
+    - ``<think>...`` never closed (the budget ran out while reasoning): there is no answer, so the
+      text is empty and the completion counts as unparseable, not as an answer the model was weighing.
+    """
+    if _THINK_CLOSE in text:
+        head, _, tail = text.partition(_THINK_CLOSE)
+        return tail.lstrip(), _THINK_OPEN_AT_START.sub("", head).strip() or None
+    if text.lstrip().startswith(_THINK_OPEN):
+        return "", text.lstrip()[len(_THINK_OPEN):].strip() or None
+    return text, None
 
 
 def media_digest(path: str) -> str:
