@@ -57,7 +57,7 @@ def _prepare(args: argparse.Namespace) -> int:
     failures: List[str] = problems + failures_by_row(rollouts, report)
     print(f"roboreward prepare: {source.description} (revision {source.revision}) -> {media_dir}")
     print(f"  rows: {len(rollouts) + len(problems)}   distinct videos ready: {report.num_videos}"
-          f"   cache hits: {report.cache_hits}   failed videos: {len(set(report.failures))}")
+          f"   cache hits: {report.cache_hits}   failed rows: {len(problems) + len(failures_by_row(rollouts, report))}")
     if args.video == "frames":
         print(f"  frames: {report.num_frames}   bytes: {report.num_bytes:,}")
     else:

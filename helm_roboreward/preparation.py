@@ -6,6 +6,7 @@ and ``helm-run`` share the work, HELM's path-keyed request cache stays correct, 
 show the files, and no original file name (which can carry the label) reaches a model.
 """
 
+import multiprocessing
 import os
 import shutil
 import time
@@ -16,7 +17,14 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from tqdm import tqdm
 
 from helm_roboreward.dataset import Rollout
-from helm_roboreward.extraction import FrameSet, VideoError, extract_frames, file_digest, write_atomically
+from helm_roboreward.extraction import (
+    FrameSet,
+    VideoError,
+    extract_frames,
+    file_digest,
+    remove_stale_temporaries,
+    write_atomically,
+)
 from helm_roboreward.frames import FrameOptions
 
 FRAMES_FOLDER = "frames"
@@ -81,10 +89,11 @@ def store_video(video_path: str, video_sha256: str, media_dir: str) -> PreparedM
     """Place a content-addressed copy of an mp4 under ``media_dir/videos`` (hard link when possible)."""
     target = os.path.join(media_dir, VIDEOS_FOLDER, video_sha256[:2], f"{video_sha256[:32]}.mp4")
     size = os.path.getsize(video_path)
+    remove_stale_temporaries(os.path.dirname(target))
     if os.path.isfile(target) and os.path.getsize(target) == size:
         return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (target,), (), size, cached=True)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    temporary = f"{target}.{os.getpid()}.part"
+    temporary = os.path.join(os.path.dirname(target), f".tmp-{os.path.basename(target)}.{os.getpid()}.part")
     try:
         try:
             os.link(video_path, temporary)
@@ -143,7 +152,6 @@ def prepare_media(
     report lists each failure.
     """
     started = time.perf_counter()
-    os.makedirs(media_dir, exist_ok=True)
     _check_writable(media_dir)
     report = PreparationReport()
     # Hash first and prepare each distinct content once: counterfactual rows reuse a success's bytes.
@@ -160,7 +168,8 @@ def prepare_media(
             _record(report, paths, _safe_prepare(paths[0], media_dir, native, options, digest))
             bar.update(1)
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        # "spawn": forking a process that runs threads (helm-run, tqdm's monitor) and FFmpeg can deadlock the child.
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures: List[Tuple[List[str], Future[Union[PreparedMedia, str]]]] = [
                 (paths, pool.submit(_safe_prepare, paths[0], media_dir, native, options, digest))
                 for digest, paths in paths_by_digest.items()
@@ -184,6 +193,7 @@ def _record(report: PreparationReport, paths: List[str], outcome: Union[Prepared
 def _check_writable(media_dir: str) -> None:
     probe = os.path.join(media_dir, f".write-check-{os.getpid()}")
     try:
+        os.makedirs(media_dir, exist_ok=True)
         write_atomically(probe, b"")
         os.unlink(probe)
     except OSError as error:
@@ -194,10 +204,13 @@ def _check_writable(media_dir: str) -> None:
 
 
 def failures_by_row(rollouts: Sequence[Rollout], report: PreparationReport) -> List[str]:
-    """One line per failed row: metadata line, file name and the error."""
+    """One line per failed row: metadata line, file name, the error and what to do."""
     lines: List[str] = []
     for rollout in rollouts:
         message: Optional[str] = report.failures.get(rollout.video_path)
         if message is not None:
-            lines.append(f"metadata line {rollout.row.line} ({rollout.row.file_name}): {message}")
+            lines.append(
+                f"metadata line {rollout.row.line} ({rollout.row.file_name}): {message}. Re-download the subset "
+                f"{rollout.row.subset!r}, or remove the row from metadata.jsonl."
+            )
     return lines

@@ -24,8 +24,8 @@ UNPARSEABLE_ABS_ERROR = float(MAX_SCORE - MIN_SCORE)
 
 # Python's \d: any Unicode decimal digit counts ("ANSWER: ٤" -> 4); PROTOCOL does not restrict digits to ASCII.
 _NUMBER = r"-?\d+(?:\.\d+)?"
-MAX_PARSED_MAGNITUDE = 1e150
-"""Larger numbers are unparseable: their squared error would overflow and poison every mean."""
+MAX_PARSED_MAGNITUDE = 1e75
+"""Larger numbers are unparseable: HELM squares the squared error for its variance, which would overflow."""
 
 _ANSWER_PATTERN = re.compile(r"answer\s*:\s*(" + _NUMBER + r")", re.IGNORECASE)
 _LEADING_NUMBER_PATTERN = re.compile(r"(" + _NUMBER + r")\b")

@@ -72,7 +72,7 @@ def test_bad_video_is_reported_and_the_others_are_cached(tmp_path, capsys):
     assert "cache hits: 0" in captured.out
     # Everything else was prepared: a rerun finds it all in the cache and still reports the failures.
     assert cli.main(["prepare", "--data", str(data), "--output-path", str(out), "--quiet"]) == cli.EXIT_FAILURES
-    assert "failed videos: 1" in capsys.readouterr().out
+    assert "failed rows: 2" in capsys.readouterr().out
     leftovers = [name for _, _, names in os.walk(out) for name in names if name.endswith(".part")]
     assert leftovers == []
 

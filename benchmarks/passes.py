@@ -1,0 +1,253 @@
+"""The timed passes of the frame-extraction benchmark: the OpenCV reference, ours, the decode floor, a profile.
+
+The reference mirrors the official RoboRewardBench frame path: ``cv2.VideoCapture``, read every
+frame, keep every ``int(fps)``-th frame from frame 0, ``cv2.imwrite`` a JPEG at native size
+(OpenCV's default quality, 95). It exists only here, as a yardstick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import cv2
+
+from helm_roboreward.dataset import MetadataRow, Rollout
+from helm_roboreward.extraction import (
+    decode_frames,
+    encode_jpeg,
+    extract_frames,
+    file_digest,
+    probe_video,
+    to_image,
+    write_atomically,
+)
+from helm_roboreward.frames import FrameOptions, select_frame_indices
+from helm_roboreward.preparation import PreparationReport, prepare_media
+
+OPTIONS = FrameOptions()
+"""The official rule: 1 frame per second from frame 0, native size, JPEG quality 95."""
+
+STAGES = ("hash", "probe", "decode", "convert", "encode", "write")
+
+
+@dataclass
+class Video:
+    """One corpus video as the passes see it."""
+
+    path: str
+    kind: str
+    width: int
+    height: int
+    num_frames: int
+
+
+@dataclass
+class PassResult:
+    """Seconds of one pass split by video kind, plus what it produced per video."""
+
+    seconds: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    cpu: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    """CPU seconds of this process (all its threads; worker processes are not counted)."""
+
+    indices: Dict[str, List[int]] = field(default_factory=dict)
+    """Video path -> kept source frame indices."""
+
+    files: Dict[str, List[str]] = field(default_factory=dict)
+    """Video path -> written JPEG paths."""
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    @property
+    def cpu_total(self) -> float:
+        return sum(self.cpu.values())
+
+
+# --- the official-style OpenCV reference -------------------------------------------------------------------------
+
+
+def reference_extract(video_path: str, out_dir: str, single_thread: bool = False) -> Tuple[List[int], List[str]]:
+    """Read every frame with OpenCV, keep every ``int(fps)``-th from 0 and ``imwrite`` it (the official path)."""
+    if single_thread:
+        capture = cv2.VideoCapture(video_path, cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 1])
+    else:
+        capture = cv2.VideoCapture(video_path)
+    stride = max(int(capture.get(cv2.CAP_PROP_FPS)), 1)
+    kept: List[int] = []
+    files: List[str] = []
+    index = 0
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        if index % stride == 0:
+            name = os.path.join(out_dir, f"{len(kept):04d}.jpg")
+            cv2.imwrite(name, frame)
+            kept.append(index)
+            files.append(name)
+        index += 1
+    capture.release()
+    return kept, files
+
+
+@contextmanager
+def opencv_threads(count: Optional[int]) -> Iterator[None]:
+    """Temporarily ``cv2.setNumThreads(count)`` (None: leave OpenCV's default)."""
+    previous = cv2.getNumThreads()
+    if count is not None:
+        cv2.setNumThreads(count)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(previous)
+
+
+def run_reference(videos: Sequence[Video], out_root: str, variant: str) -> PassResult:
+    """One reference pass; ``variant`` is ``default``, ``setNumThreads1`` or ``capThreads1``."""
+    result = PassResult()
+    with opencv_threads(1 if variant == "setNumThreads1" else None):
+        for number, video in enumerate(videos):
+            out_dir = os.path.join(out_root, f"{number:04d}")
+            started, cpu = time.perf_counter(), time.process_time()
+            os.makedirs(out_dir)  # timed: ours creates its cache folders inside its own timing too
+            kept, files = reference_extract(video.path, out_dir, single_thread=variant == "capThreads1")
+            result.seconds[video.kind] += time.perf_counter() - started
+            result.cpu[video.kind] += time.process_time() - cpu
+            result.indices[video.path], result.files[video.path] = kept, files
+    return result
+
+
+# --- ours ------------------------------------------------------------------------------------------------------------
+
+
+def make_rollouts(videos: Sequence[Video]) -> List[Rollout]:
+    """Benchmark rows for the corpus videos (only ``video_path`` matters to ``prepare_media``)."""
+    rollouts = []
+    for line, video in enumerate(videos, start=1):
+        stem = os.path.splitext(os.path.basename(video.path))[0]
+        row = MetadataRow(line=line, file_name=f"{video.kind}/{stem}.mp4", task="benchmark", reward=3)
+        rollouts.append(Rollout(row=row, video_path=video.path, kind="natural", episode=stem, robot="synthetic"))
+    return rollouts
+
+
+def run_ours(videos: Sequence[Video], media_dir: str, jobs: int = 1, by_kind: bool = True) -> PassResult:
+    """``prepare_media`` with the official options; one call per kind (for per-kind seconds) or one in all."""
+    result = PassResult()
+    groups: Dict[str, List[Video]] = defaultdict(list)
+    for video in videos:
+        groups[video.kind if by_kind else "all"].append(video)
+    for kind, group in groups.items():
+        started, cpu = time.perf_counter(), time.process_time()
+        report: PreparationReport = prepare_media(make_rollouts(group), media_dir, False, OPTIONS, jobs=jobs,
+                                                  progress=False)
+        result.seconds[kind] += time.perf_counter() - started
+        result.cpu[kind] += time.process_time() - cpu
+        if report.failures:
+            raise RuntimeError(f"prepare_media failed: {report.failures}")
+        for path, media in report.media.items():
+            result.indices[path], result.files[path] = list(media.frame_indices), list(media.paths)
+    return result
+
+
+# --- the decode floor -----------------------------------------------------------------------------------------------
+
+
+def frames_to_decode(keyframes: Sequence[int], indices: Sequence[int]) -> int:
+    """How many frames the keyframe-seek strategy decodes (presentation order; B-frame reordering aside)."""
+    position, count = -1, 0
+    for index in sorted(set(indices)):
+        keyframe = max(k for k in keyframes if k <= index) if keyframes[0] <= index else keyframes[0]
+        start = keyframe if keyframe > position + 1 else position + 1
+        count += index - start + 1
+        position = index
+    return count
+
+
+def run_floor(videos: Sequence[Video]) -> Tuple[PassResult, PassResult, int, int]:
+    """Probe, then decode exactly the frames the strategy decodes, without conversion or writing.
+
+    Returns the probe seconds, the decode seconds, the frames decoded and the frames in the corpus.
+    """
+    probe_pass, decode_pass = PassResult(), PassResult()
+    decoded = total = 0
+    for video in videos:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        probe = probe_video(video.path)
+        probed, cpu_probed = time.perf_counter(), time.process_time()
+        indices = select_frame_indices(probe.num_frames, probe.native_fps, OPTIONS)
+        kept = [index for index, _ in decode_frames(video.path, indices, probe)]
+        finished, cpu_finished = time.perf_counter(), time.process_time()
+        probe_pass.seconds[video.kind] += probed - started
+        probe_pass.cpu[video.kind] += cpu_probed - cpu_started
+        decode_pass.seconds[video.kind] += finished - probed
+        decode_pass.cpu[video.kind] += cpu_finished - cpu_probed
+        decode_pass.indices[video.path] = kept
+        decoded += frames_to_decode(probe.keyframes, indices)
+        total += probe.num_frames
+    return probe_pass, decode_pass, decoded, total
+
+
+# --- where ours spends its time ---------------------------------------------------------------------------------
+
+
+def profile_stages(videos: Sequence[Video], cache_dir: str) -> Tuple[Dict[str, Dict[str, float]], Dict[str, int]]:
+    """Replay ``extract_frames``' steps with a timer around each: seconds per kind per stage, kept frames per kind."""
+    seconds: Dict[str, Dict[str, float]] = defaultdict(lambda: dict.fromkeys(STAGES, 0.0))
+    frames: Dict[str, int] = defaultdict(int)
+    for number, video in enumerate(videos):
+        stage = seconds[video.kind]
+        clock = time.perf_counter()
+        file_digest(video.path)
+        stage["hash"] += (now := time.perf_counter()) - clock
+        probe = probe_video(video.path)
+        stage["probe"] += (clock := time.perf_counter()) - now
+        out_dir = os.path.join(cache_dir, f"{number:04d}")
+        os.makedirs(out_dir)
+        indices = select_frame_indices(probe.num_frames, probe.native_fps, OPTIONS)
+        for sequence, (_, frame) in enumerate(decode_frames(video.path, indices, probe)):
+            stage["decode"] += (now := time.perf_counter()) - clock
+            image = to_image(frame, OPTIONS)
+            stage["convert"] += (clock := time.perf_counter()) - now
+            data = encode_jpeg(image, OPTIONS.jpeg_quality)
+            stage["encode"] += (now := time.perf_counter()) - clock
+            write_atomically(os.path.join(out_dir, f"{sequence:04d}.jpg"), data)
+            stage["write"] += (clock := time.perf_counter()) - now
+            frames[video.kind] += 1
+        stage["decode"] += time.perf_counter() - clock  # the generator's tail (closing the container)
+    return {kind: dict(values) for kind, values in seconds.items()}, dict(frames)
+
+
+# --- peak memory of one worker --------------------------------------------------------------------------------------
+
+
+def _status_kb(field_name: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field_name}")
+
+
+def memory_child(video_path: str, cache_dir: str) -> None:
+    """Inside a fresh process: extract one video and print the peak RSS over the post-import baseline (JSON)."""
+    import resource
+
+    try:  # reset the high-water mark to the current RSS, so the import's transient peak does not hide ours
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+        baseline_kb = _status_kb("VmRSS")
+    except OSError:
+        baseline_kb = _status_kb("VmHWM")
+    extract_frames(video_path, cache_dir, OPTIONS)
+    peak_kb = _status_kb("VmHWM")
+    maxrss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"baseline_kb": baseline_kb, "peak_kb": peak_kb, "ru_maxrss_kb": maxrss_kb}))
+    sys.stdout.flush()
