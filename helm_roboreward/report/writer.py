@@ -52,7 +52,7 @@ def _intro(data: ReportData) -> List[str]:
     ids = [subset.id for subset in data.subsets]
     official = [subset for subset in OFFICIAL_SUBSET_IDS if subset in ids]
     if all(subset in SAMPLE_SUBSET_IDS for subset in ids):
-        lines += ["", "These are the bundled sample's synthetic subsets: not comparable with the official "
+        lines += ["", "These are the bundled sample's simulated subsets: not comparable with the official "
                   "leaderboard."]
     elif official and len(official) < len(OFFICIAL_SUBSET_IDS):
         absent = [subset for subset in OFFICIAL_SUBSET_IDS if subset not in ids]
