@@ -26,7 +26,7 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import Instance
 
 from helm_roboreward.benchmark import robot_slug
-from helm_roboreward.scoring import UNPARSEABLE_ABS_ERROR, ScoredPrediction, score_prediction
+from helm_roboreward.scoring import ScoredPrediction, maximum_error_score, score_prediction
 
 SKIP_FAILED = "skip"
 MAX_ERROR_FAILED = "max_error"
@@ -107,17 +107,7 @@ def usage_stats(request_state: RequestState) -> List[Stat]:
 
 def failed_request_score(gold: int) -> ScoredPrediction:
     """The charge for a failed request under ``failed=max_error``: the worst possible answer."""
-    return ScoredPrediction(
-        predicted=None,
-        gold=gold,
-        abs_error=UNPARSEABLE_ABS_ERROR,
-        squared_error=UNPARSEABLE_ABS_ERROR**2,
-        exact_match=0.0,
-        invalid_output=0.0,
-        signed_error=None,
-        false_success=0.0,
-        missed_success=1.0 if gold == 5 else 0.0,
-    )
+    return maximum_error_score(gold, invalid_output=False)
 
 
 class RoboRewardMetric(Metric):

@@ -77,6 +77,27 @@ class ScoredPrediction:
     """1.0 when gold is 5 and the model did not predict 5 (unparseable counts as a miss)."""
 
 
+def maximum_error_score(gold: int, invalid_output: bool) -> ScoredPrediction:
+    """The charge for an answer without a score: the widest possible miss.
+
+    Args:
+        gold: The row's reward, 1..5.
+        invalid_output: True for an unparseable completion; False for a request charged as an error
+            without any completion (``failed=max_error``).
+    """
+    return ScoredPrediction(
+        predicted=None,
+        gold=gold,
+        abs_error=UNPARSEABLE_ABS_ERROR,
+        squared_error=UNPARSEABLE_ABS_ERROR**2,
+        exact_match=0.0,
+        invalid_output=1.0 if invalid_output else 0.0,
+        signed_error=None,
+        false_success=0.0,
+        missed_success=1.0 if gold == MAX_SCORE else 0.0,
+    )
+
+
 def score_prediction(completion: str, gold: int) -> ScoredPrediction:
     """Score one completion against the gold label.
 
@@ -89,17 +110,7 @@ def score_prediction(completion: str, gold: int) -> ScoredPrediction:
     """
     predicted = parse_progress_score(completion)
     if predicted is None:
-        return ScoredPrediction(
-            predicted=None,
-            gold=gold,
-            abs_error=UNPARSEABLE_ABS_ERROR,
-            squared_error=UNPARSEABLE_ABS_ERROR**2,
-            exact_match=0.0,
-            invalid_output=1.0,
-            signed_error=None,
-            false_success=0.0,
-            missed_success=1.0 if gold == MAX_SCORE else 0.0,
-        )
+        return maximum_error_score(gold, invalid_output=True)
     error = predicted - gold
     return ScoredPrediction(
         predicted=predicted,
