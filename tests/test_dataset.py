@@ -29,6 +29,7 @@ from helm_roboreward.dataset import (
 from helm_roboreward.extraction import file_digest, probe_video
 from helm_roboreward.frames import select_frame_indices
 from helm_roboreward.scenario import instance_id
+from tests.sample_facts import distinct_videos, documented_counts, kind_of, rows_of, sample_rows, sample_subsets
 
 UUID = "05748fab-fd34-5995-8e0d-14a2941b3ca5"
 
@@ -453,15 +454,24 @@ def sample_rollouts() -> list:
 
 
 def test_sample_loads(sample_rollouts: list) -> None:
-    assert len(sample_rollouts) == 42
-    assert {r.row.subset for r in sample_rollouts} == {"sim_arena", "sim_panda", "sim_kuka"}
+    rows = sample_rows()
+    assert rows, "the bundled sample has no rows"
+    assert [r.row.file_name for r in sample_rollouts] == [row["file_name"] for row in rows]
+    assert [(r.row.task, r.row.reward) for r in sample_rollouts] == [(row["task"], row["reward"]) for row in rows]
     assert set(SAMPLE_SUBSET_IDS) == {"sim_arena", "sim_panda", "sim_kuka"}
+    assert {r.row.subset for r in sample_rollouts} == set(SAMPLE_SUBSET_IDS)
     assert all(1 <= r.row.reward <= 5 for r in sample_rollouts)
-    assert {r.row.reward for r in sample_rollouts} == {1, 2, 3, 4, 5}
+    for subset in SAMPLE_SUBSET_IDS:  # every label in every subset
+        assert {r.row.reward for r in sample_rollouts if r.row.subset == subset} == {1, 2, 3, 4, 5}, subset
+    # the loader's kinds are the generator's (sim_state.jsonl), and natural rollouts only in the arena subset
+    assert [r.kind for r in sample_rollouts] == [kind_of(row["file_name"]) for row in rows]
+    assert {r.row.subset for r in sample_rollouts if r.kind == NATURAL} == {"sim_arena"}
+    for subset in ("sim_panda", "sim_kuka"):
+        assert {r.kind for r in sample_rollouts if r.row.subset == subset} == {ORIGINAL, CLIP, COUNTERFACTUAL}
     # the counts of the sample README
-    assert Counter(r.row.subset for r in sample_rollouts) == {"sim_arena": 14, "sim_panda": 15, "sim_kuka": 13}
-    assert Counter(r.kind for r in sample_rollouts) == {NATURAL: 14, CLIP: 11, COUNTERFACTUAL: 9, ORIGINAL: 8}
-    assert Counter(r.row.reward for r in sample_rollouts) == {1: 7, 2: 6, 3: 7, 4: 10, 5: 12}
+    documented, total_rows, _ = documented_counts()
+    assert len(sample_rollouts) == total_rows
+    assert Counter((r.row.subset, r.kind, r.row.reward) for r in sample_rollouts) == documented
     for rollout in sample_rollouts:
         if rollout.kind == CLIP:
             assert rollout.row.stem.endswith(f"_score_{rollout.row.reward}")
@@ -472,8 +482,12 @@ def test_sample_loads(sample_rollouts: list) -> None:
 def test_sample_subset_selection() -> None:
     source = resolve_data_source("sample")
     rollouts = load_rollouts(source.root, ["sim_kuka"], source.description, source.trusted_root)
-    assert len(rollouts) == 13
-    with pytest.raises(DataError, match="Available subsets: sim_arena, sim_kuka, sim_panda"):
+    expected = [row["file_name"] for row in rows_of("sim_kuka")]
+    assert expected and len(expected) < len(sample_rows())
+    assert [r.row.file_name for r in rollouts] == expected
+    available = ", ".join(sample_subsets())
+    assert available == "sim_arena, sim_kuka, sim_panda"
+    with pytest.raises(DataError, match=f"Available subsets: {available}"):
         load_rollouts(source.root, ["bridge"], source.description, source.trusted_root)
 
 
@@ -481,7 +495,11 @@ def test_whole_sample_decodes(sample_rollouts: list) -> None:
     distinct: Dict[str, str] = {}
     for rollout in sample_rollouts:
         distinct.setdefault(file_digest(rollout.video_path), rollout.video_path)
-    assert len(distinct) == 33  # 42 rows, the relabels being byte-identical copies
+    # the relabels are byte-identical copies of their originals; every other row is a video of its own
+    relabels = sum(1 for r in sample_rollouts if r.kind == COUNTERFACTUAL)
+    assert 0 < relabels and len(distinct) == len(sample_rollouts) - relabels
+    assert set(distinct) == set(distinct_videos())  # the package's digest is the SHA-256 of the bytes
+    assert len(distinct) == documented_counts()[2]
     for path in distinct.values():
         probe = probe_video(path)
         assert probe.num_frames > 0, path
@@ -542,7 +560,7 @@ def test_file_instead_of_folder(tmp_path: Path) -> None:
 
 def test_instance_id_stable_and_opaque(sample_rollouts: list) -> None:
     ids = [instance_id(r.row.file_name) for r in sample_rollouts]
-    assert len(set(ids)) == len(ids) == 42
+    assert len(set(ids)) == len(ids) == len(sample_rows())
     assert ids == [instance_id(r.row.file_name) for r in sample_rollouts]
     assert instance_id("bridge/ep7_attempt_0_score_3.mp4") == instance_id("bridge/ep7_attempt_0_score_3.mp4")
     for rollout, identifier in zip(sample_rollouts, ids, strict=True):

@@ -36,16 +36,21 @@ from tests.fake_openai_server import (
     media_parts,
     unused_port,
 )
+from tests.sample_facts import CLIP_NAME, SAMPLE, clip_rows, kind_of, rows_of, stem_of
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "helm_roboreward" / "sample" / "test"
-LEAKY_NAME = "sim_kuka/episode_000976_attempt_0_score_2.mp4"
-"""A sample file whose name carries its label (score_2): nothing of it may reach the server."""
-OTHER_VIDEO = "sim_kuka/episode_000402.mp4"
+LEAKY_SUBSET = "sim_kuka"
+LEAKY_NAME = clip_rows(LEAKY_SUBSET, min_frames=11)[0]["file_name"]
+"""A sample clip whose name carries its label (``..._score_<k>``) and that gives at least two frames at the
+official 1 fps: nothing of its name may reach the server."""
+_LEAKY = CLIP_NAME.match(stem_of(LEAKY_NAME))
+assert _LEAKY, LEAKY_NAME
+OTHER_VIDEO = next(row["file_name"] for row in rows_of(LEAKY_SUBSET)
+                   if kind_of(row["file_name"]) == "original" and stem_of(row["file_name"]) != _LEAKY["episode"])
+"""An original of another episode of the same subset (other bytes)."""
 SERVED = "teetone/RoboReward-8B"
 TASK = "pick up the red block and drop it in the blue bowl"
 PROMPT = build_prompt(TASK)
-FORBIDDEN = ("score_", "sim_kuka", "episode_000976", "attempt_0", ".mp4", "gpt5_mini_check")
+FORBIDDEN = ("score_", LEAKY_SUBSET, _LEAKY["episode"], f"attempt_{_LEAKY['attempt']}", ".mp4", "gpt5_mini_check")
 
 
 @pytest.fixture
@@ -167,7 +172,7 @@ def test_file_url_transport_sends_the_content_addressed_copy(fake: FakeModelServ
     assert content[1] == {"type": "video_url", "video_url": {"url": f"file://{copy.resolve()}"}}
     assert Path(content[1]["video_url"]["url"][len("file://"):]).read_bytes() == leaky_video.read_bytes()
     serialized = only_request(fake).raw.decode("utf-8")
-    for forbidden in ("score_", "sim_kuka", "episode_", "attempt_"):
+    for forbidden in ("score_", LEAKY_SUBSET, "episode_", "attempt_"):
         assert forbidden not in serialized, forbidden
 
 

@@ -11,6 +11,7 @@ import pytest
 from helm_roboreward import cli, extraction
 from helm_roboreward.data_source import sample_root
 from helm_roboreward.scenario import RoboRewardScenario
+from tests.sample_facts import distinct_videos, rows_of, sample_rows
 
 
 def copy_sample(target):
@@ -27,9 +28,12 @@ def test_prepare_summary_and_warm_rerun(tmp_path, capsys):
     out = tmp_path / "benchmark_output"
     assert cli.main(["prepare", "--data", "sample", "--output-path", str(out), "--jobs", "1", "--quiet"]) == 0
     first = capsys.readouterr().out
-    assert "rows: 42" in first and "distinct videos ready: 33" in first and "cache hits: 0" in first
+    num_rows, num_videos = len(sample_rows()), len(distinct_videos())
+    assert num_videos < num_rows  # the relabels are byte-identical copies
+    assert f" rows: {num_rows} " in first and f"distinct videos ready: {num_videos} " in first
+    assert "cache hits: 0 " in first and "failed rows: 0\n" in first
     assert cli.main(["prepare", "--data", "sample", "--output-path", str(out), "--jobs", "2", "--quiet"]) == 0
-    assert "cache hits: 33" in capsys.readouterr().out
+    assert f"cache hits: {num_videos} " in capsys.readouterr().out
 
 
 def test_helm_run_scenario_after_prepare_decodes_nothing(tmp_path, monkeypatch):
@@ -44,7 +48,7 @@ def test_helm_run_scenario_after_prepare_decodes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(extraction, "decode_frames", no_decoding)
     scenario = RoboRewardScenario(subset="sim_kuka", data="sample", video="frames", include_last_frame=True, jobs=1)
     instances = scenario.get_instances(cli.scenario_media_dir(str(out)))
-    assert len(instances) == 13
+    assert len(instances) == len(rows_of("sim_kuka")) > 0
     assert all(instance.extra_data["num_frames"] > 0 for instance in instances)
 
 
@@ -52,7 +56,8 @@ def test_native_prepare_copies_content_addressed_videos(tmp_path, capsys):
     out = tmp_path / "o"
     assert cli.main(["prepare", "--data", "sample", "--video", "native", "--output-path", str(out), "--quiet"]) == 0
     videos = [name for _, _, names in os.walk(out / "scenarios" / "roboreward" / "videos") for name in names]
-    assert len(videos) == 33
+    assert len(videos) == len(distinct_videos()) > 0
+    assert sorted(videos) == sorted(f"{digest[:32]}.mp4" for digest in distinct_videos())
     assert all(len(name) == len("0" * 32 + ".mp4") and "score" not in name for name in videos)
 
 
@@ -120,7 +125,7 @@ def test_two_processes_preparing_at_once_agree(tmp_path):
     assert first.wait() == 0 and second.wait() == 0
     frames_dir = out / "scenarios" / "roboreward" / "frames"
     manifests = [os.path.join(d, f) for d, _, names in os.walk(frames_dir) for f in names if f == "frames.json"]
-    assert len(manifests) == 33
+    assert len(manifests) == len(distinct_videos()) > 0
     for manifest in manifests:
         with open(manifest) as handle:
             content = json.load(handle)
@@ -150,10 +155,11 @@ def test_full_disk_on_one_video_names_it_and_leaves_no_partial_files(tmp_path, c
     captured = capsys.readouterr()
     assert status == cli.EXIT_FAILURES
     assert "No space left on device" in captured.err and "FAILED rows" in captured.err
-    assert "distinct videos ready: 32" in captured.out
+    ready = len(distinct_videos()) - 1  # every distinct video but the one that hit the full disk
+    assert f"distinct videos ready: {ready} " in captured.out
     frames_dir = out / "scenarios" / "roboreward" / "frames"
     manifests = [d for d, _, names in os.walk(frames_dir) if "frames.json" in names]
-    assert len(manifests) == 32
+    assert len(manifests) == ready
     monkeypatch.setattr(extraction, "write_atomically", real_write)
     assert cli.main(["prepare", "--data", "sample", "--output-path", str(out), "--quiet"]) == 0
-    assert "cache hits: 32" in capsys.readouterr().out
+    assert f"cache hits: {ready} " in capsys.readouterr().out

@@ -8,6 +8,7 @@ tests/test_end_to_end.py; each bad input is a modified copy of it.
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import pytest
 from PIL import Image
 
 from helm_roboreward import cli
+from helm_roboreward.scenario import instance_id
+from tests.sample_facts import constant_mae, rows_of, sample_rows, subset_of
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "run_specs" / "roboreward_sample.conf"
@@ -103,7 +106,7 @@ def test_report_on_the_demo_suite(built: Path, tmp_path: Path, capsys: pytest.Ca
                     "## Method"):
         assert heading in text
     assert "2000 resamples, seed 0" in text and "Constant 3 (baseline)" in text and "## Warnings" not in text
-    assert "too small to separate models" in text  # 4..7 clusters per sample subset
+    assert "too small to separate models" in text  # a handful of episode clusters per sample subset
     recorded = subset_maes_from_stats(built / "benchmark_output")
     rows = read_csv(out / "leaderboard.csv")
     assert list(rows[0])[:5] == ["model", "mean"] + SAMPLE_SUBSETS
@@ -134,16 +137,34 @@ def test_same_seed_same_report_and_display_name_fallback(copy: Path, tmp_path: P
 def test_failed_request_is_counted_and_left_out(copy: Path, tmp_path: Path) -> None:
     run = runs_of(copy, "baseline/constant-3")[0]
     entries = json.loads((run / "per_instance_stats.json").read_text())
+    by_id = {instance_id(row["file_name"]): row for row in sample_rows()}
+    failed_row = by_id[entries[0]["instance_id"]]
+    subset = subset_of(failed_row["file_name"])
+    assert f"subset={subset}," in run.name
     entries[0]["stats"] = [dict(stat, sum=1.0, mean=1.0, max=1.0, min=1.0) for stat in entries[0]["stats"]
                            if stat["name"]["name"] == "failed_request"]
     (run / "per_instance_stats.json").write_text(json.dumps(entries))
     assert report(copy, tmp_path / "r") == 0
     text = (tmp_path / "r" / "report.md").read_text()
-    assert "| Constant 3 (baseline) | 42 | 1 (2.4%) |" in text  # failure modes: counted over all rows
-    assert "| 1 | Constant 3 (baseline) | 1.294 | [" in text and "| 3 | 41 |" in text  # left out of the MAE
-    assert "| yes | 41 | 3 |" in text  # the pair compares the 41 rows both have
+    # What the constant-3 baseline scores, from the sample's labels, with and without the failed row.
+    total = len(sample_rows())
+    answered = {name: [row for row in rows_of(name) if row["file_name"] != failed_row["file_name"]]
+                for name in SAMPLE_SUBSETS}
+    assert sum(len(rows) for rows in answered.values()) == total - 1
+    macro = sum(constant_mae(rows, 3) for rows in answered.values()) / len(SAMPLE_SUBSETS)
+    recorded = subset_maes_from_stats(copy)
+    assert recorded["baseline/constant-3"][subset] == pytest.approx(constant_mae(rows_of(subset), 3), abs=1e-12)
+    other = sum(recorded["baseline/uniform-random"].values()) / len(SAMPLE_SUBSETS)
+    rank = 1 if round(macro, 12) < round(other, 12) else 2
+    # failure modes: counted over all rows
+    assert f"| Constant 3 (baseline) | {total} | 1 ({100 / total:.1f}%) |" in text
+    # left out of the MAE
+    assert f"| {rank} | Constant 3 (baseline) | {macro:.3f} | [" in text and f"| 3 | {total - 1} |" in text
+    # the pair compares the rows both have
+    assert re.search(rf"\| (yes|no) \| {total - 1} \| 3 \|", text)
     # stats.json was not edited: the cross-check flags the changed subset.
-    assert "subset sim_arena MAE from per-instance stats 1.307692 differs from stats.json 1.285714" in text
+    assert (f"subset {subset} MAE from per-instance stats {constant_mae(answered[subset], 3):.6f} differs from "
+            f"stats.json {constant_mae(rows_of(subset), 3):.6f}") in text
 
 
 def test_model_missing_a_subset(copy: Path, tmp_path: Path) -> None:
@@ -251,5 +272,6 @@ def test_a_run_over_all_subsets_contributes_each_subset(copy: Path, tmp_path: Pa
         shutil.rmtree(part)
     assert report(copy, tmp_path / "r") == 0
     row = [r for r in read_csv(tmp_path / "r" / "leaderboard.csv") if r["model_id"] == "baseline/constant-3"][0]
-    assert [row[subset] for subset in SAMPLE_SUBSETS] == ["1.285714", "1.266667", "1.307692"]
+    assert [row[subset] for subset in SAMPLE_SUBSETS] == [f"{constant_mae(rows_of(subset), 3):.6f}"
+                                                          for subset in SAMPLE_SUBSETS]
     assert "## Warnings" not in (tmp_path / "r" / "report.md").read_text()  # stats.json agrees per subset
