@@ -67,6 +67,8 @@ def _metrics() -> List[Dict[str, Any]]:
         _metric("num_instances", "# eval", "Number of evaluation instances."),
         _metric("num_frames", "# frames", "Frames sent per instance (0 for native video)."),
         _metric("media_bytes", "Media bytes", "Bytes of video or frames sent per instance."),
+        _metric("num_prompt_tokens", "# prompt tokens", "Prompt tokens per instance, where the client reports "
+                "them (this package's vLLM client does; HELM's API clients do not)."),
     ]
     metrics += [_metric(KIND_MAE_PREFIX + kind, f"MAE ({kind})", f"MAE on {_KIND_DESCRIPTIONS[kind]}.", True)
                 for kind in KINDS]
@@ -95,7 +97,8 @@ def _metric_groups() -> List[Dict[str, Any]]:
                           ["macro_mae", "num_subsets"] + [SUBSET_MAE_PREFIX + s.id for s in OFFICIAL_SUBSETS],
                           hide_win_rates=True),
         _group_of_metrics("general_information", "General information",
-                          ["num_instances", "failed_request", "num_frames", "media_bytes"], hide_win_rates=True),
+                          ["num_instances", "failed_request", "num_frames", "media_bytes", "num_prompt_tokens"],
+                          hide_win_rates=True),
     ]
 
 
