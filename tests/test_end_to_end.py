@@ -9,14 +9,14 @@ determinism check computes every answer again instead of reading the first run's
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+
+from tests.helm_harness import cli
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "run_specs" / "roboreward_sample.conf"
@@ -30,14 +30,6 @@ MEDIA_PREFIX = "benchmark_output/scenarios/roboreward/"
 TIMEOUT = 300
 
 
-def cli(name: str) -> str:
-    """A console script of the Python running the tests (the venv's), else one on PATH."""
-    candidate = Path(sys.executable).parent / name
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which(name)
-    assert found, f"{name} not found next to {sys.executable} or on PATH"
-    return found
 
 
 def environment() -> Dict[str, str]:

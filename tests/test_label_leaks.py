@@ -45,20 +45,9 @@ from tests.helm_harness import (
     sample_rows,
     sha256,
 )
+from tests.test_prompt import EXPECTED_PREFIX
 
-RUBRIC = (
-    "Given the task, assign a discrete progress score reward (1,2,3,4,5) for the robot in the video in the format: "
-    "ANSWER: <score>\n"
-    "Rubric for end-of-episode progress (judge only the final state without time limits):\n"
-    "1 - No Success: Final state shows no goal-relevant change for the command.\n"
-    "2 - Minimal Progress: Final state shows a small but insufficient change toward the goal.\n"
-    "3 - Partial Completion: The final state shows good progress toward the goal but violates more than one "
-    "requirement or a major requirement.\n"
-    "4 - Near Completion: Final state is correct in region and intent but misses a single minor requirement.\n"
-    "5 - Perfect Completion: Final state satisfies all requirements.\n"
-    "\n"
-    "Task: "
-)
+RUBRIC = EXPECTED_PREFIX  # the PROTOCOL text, kept once in tests/test_prompt.py
 """PROTOCOL section 3, verbatim (the prompt published on the RoboReward model cards), up to the task."""
 
 
