@@ -17,8 +17,6 @@ Design (see FINDINGS and the frame-extraction issue):
 import hashlib
 import json
 import os
-import tempfile
-import time
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -27,12 +25,35 @@ from av.video.reformatter import VideoReformatter
 from PIL import Image
 
 from helm_roboreward.frames import FrameOptions, scaled_size, select_frame_indices
+from helm_roboreward.media_store import (
+    MANIFEST_FILE,
+    file_digest,
+    read_manifest,
+    remove_stale_temporaries,
+    write_atomically,
+)
+
+__all__ = [
+    "EXTRACTOR_VERSION",
+    "MANIFEST_FILE",
+    "FrameSet",
+    "VideoError",
+    "VideoProbe",
+    "decode_frames",
+    "extract_frames",
+    "file_digest",
+    "frames_directory",
+    "frames_key",
+    "probe_video",
+    "read_manifest",
+    "remove_stale_temporaries",
+    "to_image",
+    "write_atomically",
+]
 
 EXTRACTOR_VERSION = "1"
 """Part of every cache key; bump when decoding or encoding changes the stored bytes."""
 
-MANIFEST_FILE = "frames.json"
-_HASH_BLOCK = 1 << 20
 
 
 class VideoError(Exception):
@@ -74,15 +95,6 @@ class FrameSet:
     total_bytes: int
     cached: bool
     """True when nothing was decoded (a complete manifest already existed)."""
-
-
-def file_digest(path: str) -> str:
-    """The SHA-256 of a file's bytes (hex), read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_HASH_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def frames_key(video_sha256: str, options: FrameOptions) -> str:
@@ -239,54 +251,6 @@ def to_image(frame: av.VideoFrame, options: FrameOptions) -> Image.Image:
     return image
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
-
-    Readers see either no file or the complete file; concurrent writers of identical content
-    simply replace each other. The temporary file is removed if anything fails.
-    """
-    directory = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-
-
-STALE_TEMPORARY_SECONDS = 600.0
-"""A temporary file older than this belongs to a writer that died (a live one renames it in milliseconds)."""
-
-
-def remove_stale_temporaries(directory: str, max_age_seconds: float = STALE_TEMPORARY_SECONDS) -> int:
-    """Delete temporary files that killed writers left in a cache folder; returns how many.
-
-    Only old ones go: on a shared file system another machine may be writing a fresh one right now.
-    """
-    removed = 0
-    now = time.time()
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return 0
-    for name in names:
-        if not (name.startswith(".tmp-") and name.endswith(".part")):
-            continue
-        path = os.path.join(directory, name)
-        try:
-            if now - os.path.getmtime(path) > max_age_seconds:
-                os.unlink(path)
-                removed += 1
-        except OSError:
-            pass  # another process removed or renamed it first
-    return removed
-
-
 def encode_jpeg(image: Image.Image, quality: int) -> bytes:
     """JPEG bytes of an image (deterministic for identical pixels and settings)."""
     from io import BytesIO
@@ -294,21 +258,6 @@ def encode_jpeg(image: Image.Image, quality: int) -> bytes:
     buffer = BytesIO()
     image.save(buffer, format="JPEG", quality=quality)
     return buffer.getvalue()
-
-
-def read_manifest(directory: str) -> Optional[Dict[str, object]]:
-    """The manifest of a complete frame set, or None when absent, unreadable or incomplete."""
-    try:
-        with open(os.path.join(directory, MANIFEST_FILE), encoding="utf-8") as handle:
-            manifest = json.load(handle)
-        files = manifest["files"]
-        sizes = manifest["sizes"]
-        for name, size in zip(files, sizes, strict=True):
-            if os.path.getsize(os.path.join(directory, name)) != size:
-                return None
-        return dict(manifest)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def extract_frames(
