@@ -14,8 +14,8 @@ sync). Entry points, as a user meets them:
 - ``helm-run`` against the loopback fake model server (tests/fake_openai_server.py) for bad model outputs:
   the run completes and the metric charges or skips the instance as PROTOCOL section 6 says.
 
-Cases that show a known bug raise :class:`MissingFixError` after every other check passed and are marked
-``xfail(strict=True, raises=MissingFixError)``: any other failure still fails the test.
+A message that names the problem but not what to do about it fails with :class:`MissingFixError`, a helm-run
+that dies on one model output with :class:`RunCrashedError`, so a regression says which promise it broke.
 
 Nothing here hard-codes the bundled sample: the small data set is the sample's smallest subset with at least
 three rows, read from its ``metadata.jsonl`` at test time.
@@ -63,11 +63,11 @@ EXIT_USAGE = 2
 
 
 class MissingFixError(Exception):
-    """The message names the problem but not what to do about it (a known bug, see the xfail reasons)."""
+    """The message names the problem but not what to do about it."""
 
 
 class RunCrashedError(Exception):
-    """helm-run failed the whole run on one model output (a known bug, see the xfail reason)."""
+    """helm-run failed the whole run on one model output instead of scoring it (PROTOCOL section 6)."""
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -324,14 +324,6 @@ PREPARE_CASES = [
                 ("re-download", "replace the file", "remove the row"), row_failure=True),
 ]
 
-UNDECODABLE_BUG = (
-    "BUG: a video FFmpeg cannot decode (truncated, not a video, no frames, audio only) is reported as "
-    "'metadata line N (<file>): <path>: <FFmpeg error>' with no fix, unlike a missing or empty video "
-    "('Re-download the subset ...'). Fix: preparation.failures_by_row (or the VideoError messages) should add "
-    "\"Re-download the subset '<subset>' or remove the row from metadata.jsonl.\""
-)
-_XFAIL: Dict[str, Any] = {}  # the undecodable-video messages now say what to do (fixed; was UNDECODABLE_BUG)
-
 
 @dataclass(frozen=True)
 class Small:
@@ -365,7 +357,7 @@ def case_context(small: Small, tmp_path: Path, warm: bool) -> Ctx:
     return Ctx(data=data, out=out, rows=[dict(row) for row in small.rows])
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_XFAIL.get(c.id, ())) for c in PREPARE_CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PREPARE_CASES])
 def test_prepare_bad_data_and_videos(case: PrepareCase, small: Small, tmp_path: Path) -> None:
     ctx = case_context(small, tmp_path, warm=not case.row_failure)
     before = snapshot(ctx.out)
@@ -409,15 +401,6 @@ def test_prepare_bad_data_and_videos(case: PrepareCase, small: Small, tmp_path: 
 
 
 # --------------------------------------------------------------------------------------------- output folders
-
-
-BLOCKED_BUG = (
-    "BUG: when a file sits where the output folder (or <output>/scenarios) should be, or a parent cannot be "
-    "created, the user gets only the OS error ('[Errno 20] Not a directory: .../scenarios/roboreward'): "
-    "prepare_media calls os.makedirs(media_dir) before _check_writable, so the message with the fix ('Choose a "
-    "writable output folder (helm-run -o / roboreward prepare --output-path)') is never shown. Fix: create the "
-    "folder inside _check_writable's try block and name the path component that is not a folder."
-)
 
 
 @dataclass(frozen=True)
@@ -678,14 +661,6 @@ def test_bad_model_output(case_id: str, model_output_runs: Dict[str, ModelOutput
     assert stats["failed_request"] == pytest.approx(failed / len(run.states), abs=1e-12)
     invalid = sum(1 for s in run.states if run.task_of(s) in invalid_tasks)
     assert stats["invalid_output"] == pytest.approx(invalid / len(errors), abs=1e-12)
-
-
-HUGE_BUG = (
-    "BUG: one answer like 'ANSWER: 1' + 100 zeros makes helm-run fail the whole run (OverflowError in HELM's "
-    "Stat.add: squared_error 1e200 squared), so no stats at all are written, and a rerun fails again (the answer "
-    "is cached). Fix: scoring.MAX_PARSED_MAGNITUDE = 1e75 (see tests/test_parser_fuzz.py::"
-    "test_metric_survives_a_huge_answer); the answer then counts as unparseable (error 4)."
-)
 
 
 def test_bad_model_output_huge_number(model_output_runs: Dict[str, ModelOutputRun]) -> None:

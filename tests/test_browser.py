@@ -9,8 +9,8 @@ One module-scoped pipeline, in a temporary working directory with ``-o benchmark
   of a real subset id (``berkeley_fanuc_manipulation``) read from a local copy made of sample
   videos, so the full "RoboReward" leaderboard has a column (its own suite: HELM averages runs of
   the same model and subset in one leaderboard cell, so the native run must not join ``demo``);
-- suite ``demo_long``: one run of the subset with the longest id, only summarized (see the bug
-  test at the end).
+- suite ``demo_long``: one run of the subset with the longest id, only summarized (HELM crashed on
+  it with "File name too long" until the summarizer shortened table names; see the test at the end).
 
 Then ``helm-server`` serves ``demo`` (default project and ``--project robo-reward-bench``) and
 ``demo_native``, and the pages are checked in Chromium: leaderboard numbers against
@@ -676,7 +676,7 @@ def test_export_needs_export_media_for_the_frames(site: Site, browser: webdriver
 
 
 class UnexpectedFailureError(Exception):
-    """A failure other than the known bug: must not be swallowed by the xfail below."""
+    """helm-summarize failed for a reason other than the too-long file name this test guards against."""
 
 
 def test_summarize_survives_long_subset_ids(site: Site) -> None:

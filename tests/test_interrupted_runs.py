@@ -16,7 +16,7 @@
 
 To SIGKILL a process outside a file write (so the kill itself leaves no temporary file), it is first stopped
 with SIGSTOP and killed only when no temporary file exists; a kill inside a write is simulated separately by
-planting such a file (a known gap, xfail).
+planting an old temporary file, which the next run must remove.
 """
 
 import collections
@@ -356,17 +356,8 @@ def test_two_prepares_at_once_keeping_every_frame_and_copying_videos(tmp_path: P
     assert f"cache hits: {distinct_videos()}" in again.stdout
 
 
-STALE_TEMP_BUG = (
-    "BUG (minor): a process killed inside a write leaves its temporary file ('.tmp-*.part' in a frame folder, "
-    "'<video>.mp4.<pid>.part' in videos/) and no later run removes it, so a shared cache accumulates garbage "
-    "(never read, but never cleaned). Fix: when extract_frames rebuilds a folder without a valid manifest, and "
-    "when store_video copies a video, delete that folder's temporary files older than a few minutes (a live "
-    "writer renames its file within milliseconds), or name them with host and pid and delete dead writers' files."
-)
-
-
 class StaleTemporaryFilesError(Exception):
-    """Temporary files of a killed writer survived a rerun (the known gap of the xfail below)."""
+    """Temporary files of a killed writer survived a rerun (a shared cache would collect them forever)."""
 
 
 def test_rerun_removes_temporary_files_of_a_writer_killed_mid_write(tmp_path: Path) -> None:
