@@ -1,8 +1,9 @@
 """The RoboReward HELM metric: per-instance errors (PROTOCOL section 6) and macro MAE over subsets (section 7).
 
 Per instance (request answered): ``abs_error``, ``squared_error``, ``exact_match``,
-``invalid_output``, ``false_success``, ``missed_success``, ``signed_error`` (parsed answers only),
-``predicted_score`` (parsed answers only), ``gold_score``; plus breakdown copies of ``abs_error``
+``invalid_output``, ``signed_error`` (parsed answers only), ``predicted_score`` (parsed answers
+only), ``gold_score``; ``false_success`` only for rows labelled below 5 and ``missed_success`` only
+for rows labelled 5, so their run-level means are the rates over those rows; plus breakdown copies of ``abs_error``
 named ``mae_subset_<id>``, ``mae_robot_<robot>`` and ``mae_kind_<kind>`` that only the matching
 instances carry, so their run-level mean is that group's MAE.
 
@@ -25,7 +26,7 @@ from helm.benchmark.metrics.metric_service import MetricService
 from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import Instance
 
-from helm_roboreward.benchmark import robot_slug
+from helm_roboreward.benchmark import MAX_SCORE, robot_slug
 from helm_roboreward.scoring import ScoredPrediction, maximum_error_score, score_prediction
 
 SKIP_FAILED = "skip"
@@ -64,10 +65,13 @@ def instance_stats(scored: ScoredPrediction, extra: Dict[str, object]) -> List[S
         Stat(MetricName("squared_error")).add(scored.squared_error),
         Stat(MetricName("exact_match")).add(scored.exact_match),
         Stat(MetricName("invalid_output")).add(scored.invalid_output),
-        Stat(MetricName("false_success")).add(scored.false_success),
-        Stat(MetricName("missed_success")).add(scored.missed_success),
         Stat(MetricName("gold_score")).add(scored.gold),
     ]
+    # Rates over the rows they are about, so a run's mean is the rate itself (not diluted by the other rows).
+    if scored.gold < MAX_SCORE:
+        stats.append(Stat(MetricName("false_success")).add(scored.false_success))
+    else:
+        stats.append(Stat(MetricName("missed_success")).add(scored.missed_success))
     if scored.predicted is not None:
         stats.append(Stat(MetricName("predicted_score")).add(scored.predicted))
     if scored.signed_error is not None:

@@ -27,7 +27,7 @@ PARENT_GROUP = "roboreward"
 SAMPLE_GROUP = "roboreward_sample"
 ALL_SUBSETS_GROUP = subset_group("all")
 CATEGORY = "RoboRewardBench"
-HIDDEN_IN_LEADERBOARD = ["failure_modes", "kind_breakdown"]
+HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown"]
 """The leaderboard shows one MAE column per subset; per-subset details live on each subset's page, and the
 summarizer (``helm_roboreward.summarizer``) adds the robot, kind, failure-mode and cost tables."""
 
@@ -56,12 +56,15 @@ def _metrics() -> List[Dict[str, Any]]:
         _metric("squared_error", "MSE", "Mean squared error of the parsed score.", True),
         _metric("exact_match", "Exact match", "Share of answers equal to the human label.", False),
         _metric("invalid_output", "Invalid output", "Share of answers with no parseable score.", True),
-        _metric("false_success", "False success", "Share of answers of 5 for rollouts labelled below 5.", True),
-        _metric("missed_success", "Missed success", "Share of rollouts labelled 5 that did not get a 5.", True),
+        _metric("false_success", "False success", "Share of rollouts labelled below 5 that got a 5 (over-rewarding a "
+                "failure).", True),
+        _metric("missed_success", "Missed success", "Share of rollouts labelled 5 that did not get a 5 "
+                "(under-rewarding a success; unparseable answers count).", True),
         _metric("signed_error", "Bias", "Mean of predicted minus label over parsed answers "
                 "(positive: over-rewarding)."),
-        _metric("predicted_score", "Predicted score", "The parsed score (mean over parsed answers)."),
-        _metric("gold_score", "Gold score", "The human-verified label."),
+        _metric("predicted_score", "Predicted score", "The parsed score (mean over parsed answers; absent when "
+                "the answer could not be parsed)."),
+        _metric("gold_score", "Gold score", "The human-verified label (mean over answered rows)."),
         _metric("failed_request", "Failed requests", "Share of requests that returned no completion after "
                 "retries (left out of the MAE by the official rule).", True),
         _metric("num_instances", "# eval", "Number of evaluation instances."),
@@ -91,6 +94,7 @@ def _metric_groups() -> List[Dict[str, Any]]:
         _group_of_metrics("failure_modes", "Failure modes",
                           ["invalid_output", "false_success", "missed_success", "signed_error", "exact_match",
                            "failed_request"], hide_win_rates=True),
+        _group_of_metrics("scores", "Scores", ["predicted_score", "gold_score"], hide_win_rates=True),
         _group_of_metrics("kind_breakdown", "MAE by augmentation kind",
                           [KIND_MAE_PREFIX + kind for kind in KINDS], hide_win_rates=True),
         _group_of_metrics("macro", "Macro MAE over subsets",
@@ -110,7 +114,7 @@ def _subset_group(subset: Subset, sample: bool) -> Dict[str, Any]:
         **({"short_display_name": subset.short_display_name} if subset.short_display_name else {}),
         "description": f"{subset.display_name} ({subset.robot}), {origin}; subset id `{subset.id}`.",
         "category": CATEGORY,
-        "metric_groups": ["accuracy", "failure_modes", "kind_breakdown", "general_information"],
+        "metric_groups": ["accuracy", "failure_modes", "scores", "kind_breakdown", "general_information"],
         "environment": {"main_name": "abs_error", "main_split": "test"},
         "taxonomy": {"task": "reward modeling (progress score 1..5)", "what": f"{subset.robot} rollout videos",
                      "who": "robot teleoperators and policies; human-verified labels", "when": "2018-2025",
@@ -133,8 +137,8 @@ def build_schema() -> Dict[str, Any]:
          "subgroups": [subset_group(subset.id) for subset in SAMPLE_SUBSETS]},
         {"name": ALL_SUBSETS_GROUP, "display_name": "RoboReward (one run over all subsets)",
          "description": "Runs with subset=all: one run covering every subset, with its macro MAE.",
-         "category": CATEGORY, "metric_groups": ["macro", "accuracy", "failure_modes", "kind_breakdown",
-                                                  "general_information"],
+         "category": CATEGORY, "metric_groups": ["macro", "accuracy", "failure_modes", "scores",
+                                                  "kind_breakdown", "general_information"],
          "environment": {"main_name": "abs_error", "main_split": "test"}},
     ]
     run_groups += [_subset_group(subset, sample=False) for subset in OFFICIAL_SUBSETS]

@@ -44,7 +44,7 @@ MEAN_DISPLAY = "Mean MAE (macro)"
 # (stat, column title, description, lower_is_better) for the failure-mode table.
 FAILURE_COLUMNS: Tuple[Tuple[str, str, str, Optional[bool]], ...] = (
     ("invalid_output", "Invalid output", "Share of answers with no parseable score.", True),
-    ("false_success", "False success", "Share of answers of 5 for rollouts labelled below 5.", True),
+    ("false_success", "False success", "Share of rollouts labelled below 5 that got a 5.", True),
     ("missed_success", "Missed success", "Share of rollouts labelled 5 that did not get a 5.", True),
     ("signed_error", "Bias", "Mean predicted minus label over parsed answers (positive: over-rewarding).", None),
     ("exact_match", "Exact match", "Share of answers equal to the label.", False),

@@ -517,8 +517,9 @@ def test_group_page_shows_the_same_leaderboard(site: Site, browser: webdriver.Ch
 
 def test_predictions_page_shows_prompt_frames_answer_and_gold(site: Site, browser: webdriver.Chrome) -> None:
     requests = read_run_json(site, "demo", PREDICTIONS_RUN, "display_requests.json")
-    predictions = {p["instance_id"]: p["predicted_text"]
-                   for p in read_run_json(site, "demo", PREDICTIONS_RUN, "display_predictions.json")}
+    displayed = read_run_json(site, "demo", PREDICTIONS_RUN, "display_predictions.json")
+    predictions = {p["instance_id"]: p["predicted_text"] for p in displayed}
+    scores = {p["instance_id"]: (p["stats"].get("predicted_score"), p["stats"].get("gold_score")) for p in displayed}
     instances = read_run_json(site, "demo", PREDICTIONS_RUN, "instances.json")
     gold = {i["id"]: next(r["output"]["text"] for r in i["references"] if "correct" in r["tags"]) for i in instances}
     prompt_of = {r["instance_id"]: r["request"]["multimodal_prompt"]["media_objects"][0]["text"] for r in requests}
@@ -556,6 +557,10 @@ def test_predictions_page_shows_prompt_frames_answer_and_gold(site: Site, browse
         match = re.search(r"References\n(\S+)\ncorrect\n", block)
         assert match, block[-800:]
         assert match.group(1) == gold[instance_id], instance_id
+        # The parsed score and the gold score, as the per-prediction stats the viewer lists.
+        assert scores[instance_id] == (3.0, float(gold[instance_id])), instance_id
+        assert re.search(r"Predicted score\W+3(\.0+)?\b", block), block[-800:]
+        assert re.search(rf"Gold score\W+{gold[instance_id]}(\.0+)?\b", block), block[-800:]
 
     first = browser.find_element(By.XPATH, "//*[starts-with(normalize-space(.), 'Instance id: rr-')]")
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'}); window.scrollBy(0, -20);", first)

@@ -174,6 +174,8 @@ def test_parsed_answer_stats(
     missed_success: float,
 ) -> None:
     stats = generation_stats(make_instance(gold, subset="bridge", robot="WidowX", kind="clip"), answered(completion))
+    # Each rate is carried only by the rows it is about, so a run's mean is the rate over those rows.
+    rate = {"false_success": false_success} if gold < 5 else {"missed_success": missed_success}
     assert stats == pytest.approx(
         {
             "failed_request": 0.0,
@@ -183,8 +185,7 @@ def test_parsed_answer_stats(
             "squared_error": squared,
             "exact_match": exact,
             "invalid_output": 0.0,
-            "false_success": false_success,
-            "missed_success": missed_success,
+            **rate,
             "gold_score": float(gold),
             "predicted_score": predicted,
             "signed_error": predicted - gold,
@@ -203,8 +204,9 @@ def test_unparseable_answer_costs_the_maximum_error(completion: str, gold: int, 
     assert stats["squared_error"] == 16.0
     assert stats["exact_match"] == 0.0
     assert stats["invalid_output"] == 1.0
-    assert stats["false_success"] == 0.0
-    assert stats["missed_success"] == missed_success
+    assert stats.get("false_success", 0.0) == 0.0
+    assert ("false_success" in stats) == (gold < 5) and ("missed_success" in stats) == (gold == 5)
+    assert stats.get("missed_success", 0.0) == missed_success
     assert stats["failed_request"] == 0.0  # the request was answered; the answer is just unusable
     assert "predicted_score" not in stats
     assert "signed_error" not in stats  # bias is measured on parsed answers only
@@ -262,8 +264,9 @@ def test_failed_request_costs_the_maximum_error_under_max_error(make_result, gol
     assert stats["squared_error"] == 16.0
     assert stats["exact_match"] == 0.0
     assert stats["invalid_output"] == 0.0  # nothing was output; it failed
-    assert stats["false_success"] == 0.0
-    assert stats["missed_success"] == missed_success
+    assert stats.get("false_success", 0.0) == 0.0
+    assert ("false_success" in stats) == (gold < 5) and ("missed_success" in stats) == (gold == 5)
+    assert stats.get("missed_success", 0.0) == missed_success
     assert stats["gold_score"] == float(gold)
     assert stats["mae_subset_droid"] == 4.0
     assert stats["mae_robot_franka"] == 4.0
@@ -349,7 +352,8 @@ def test_breakdowns_by_kind_and_robot() -> None:
     assert run_mean(result, "mae_kind_original") == pytest.approx(0.0)
     assert run_mean(result, "mae_kind_counterfactual") == pytest.approx(2.5)  # (2 + 3) / 2
     assert run_mean(result, "mae_kind_clip") == pytest.approx(4 / 3)  # (1 + 0 + 3) / 3
-    assert run_mean(result, "false_success") == pytest.approx(1 / 6)
+    assert run_mean(result, "false_success") == pytest.approx(1 / 5)  # of the 5 rows labelled below 5, one got a 5
+    assert run_mean(result, "missed_success") == pytest.approx(0.0)  # the one row labelled 5 got a 5
     assert run_mean(result, "signed_error") == pytest.approx((0 + 2 + 1 + 3 + 0 + 3) / 6)
     assert run_mean(result, "predicted_score") == pytest.approx((5 + 4 + 4 + 4 + 4 + 5) / 6)
     assert run_mean(result, "gold_score") == pytest.approx((5 + 2 + 3 + 1 + 4 + 2) / 6)
