@@ -180,7 +180,7 @@ def _parse_row(line: str, number: int) -> MetadataRow:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as error:
-        raise DataError(f"line {number}: not valid JSON ({error.msg} at column {error.colno})") from None
+        raise DataError(f"line {number}: not valid JSON ({error.msg}: column {error.colno})") from None
     if not isinstance(record, dict):
         raise DataError(f"line {number}: expected a JSON object, got {type(record).__name__}")
     for field in REQUIRED_FIELDS:
@@ -226,7 +226,8 @@ def select_rows(rows: Sequence[MetadataRow], subsets: Optional[Sequence[str]], s
     if missing:
         raise DataError(
             f"subset {', '.join(repr(s) for s in missing)} not found in {source}. "
-            f"Available subsets: {', '.join(available)}. Use subset=all for every subset."
+            f"Available subsets: {', '.join(available)}. Use subset=all (roboreward prepare: --subset all) for "
+            "every subset."
         )
     wanted = set(subsets)
     return [row for row in rows if row.subset in wanted]

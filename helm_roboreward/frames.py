@@ -33,11 +33,14 @@ class FrameOptions:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.frames_per_second) and self.frames_per_second > 0):
-            raise ValueError(f"fps must be a positive number, got {self.frames_per_second!r}")
+            raise ValueError(f"fps must be a positive number, got {self.frames_per_second!r}: frames kept per "
+                             "second of video (1 is the official rule)")
         if self.max_frames < 0:
-            raise ValueError(f"max_frames must be 0 (no cap) or positive, got {self.max_frames!r}")
+            raise ValueError(f"max_frames must be 0 (no cap) or positive, got {self.max_frames!r}: 0 is the "
+                             "official rule")
         if self.max_side < 0 or 0 < self.max_side < 16:
-            raise ValueError(f"max_side must be 0 (native size) or at least 16 pixels, got {self.max_side!r}")
+            raise ValueError(f"max_side must be 0 (native size) or at least 16 pixels, got {self.max_side!r}: 0 is "
+                             "the official rule")
         if not 1 <= self.jpeg_quality <= 100:
             raise ValueError(f"jpeg_quality must be in 1..100, got {self.jpeg_quality!r}")
 

@@ -95,12 +95,16 @@ def get_roboreward_spec(
     if data != "hf" and revision != DATASET_REVISION:
         raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
     _check_subset(subset, data)
-    options = FrameOptions(
-        frames_per_second=_number("fps", fps, float),
-        include_last_frame=parse_flag("last_frame", last_frame),
-        max_frames=_number("max_frames", max_frames, int),
-        max_side=_number("max_side", max_side, int),
-    )
+    try:
+        options = FrameOptions(
+            frames_per_second=_number("fps", fps, float),
+            include_last_frame=parse_flag("last_frame", last_frame),
+            max_frames=_number("max_frames", max_frames, int),
+            max_side=_number("max_side", max_side, int),
+        )
+    except ValueError as error:
+        message = str(error)
+        raise ValueError(message if message.startswith("roboreward:") else f"roboreward: {message}") from None
     scenario_args: Dict[str, Any] = {
         "subset": subset,
         "data": data,

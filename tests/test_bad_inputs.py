@@ -302,7 +302,7 @@ PREPARE_CASES = [
                 ("Replace the link with the file itself",), row_failure=True),
     PrepareCase("unknown-subset", lambda c: None, EXIT_USAGE,
                 lambda c: ["subset 'no_such_subset' not found", "Available subsets: " + c.subset],
-                ("Use subset=all",), args=("--subset", "no_such_subset")),
+                ("--subset all",), args=("--subset", "no_such_subset")),
     # ------------------------------------------------------------------ videos
     PrepareCase("missing-video", lambda c: c.video.unlink(), EXIT_FAILED_ROWS,
                 lambda c: [str(c.metadata), f"{c.line}, field 'file_name'", "not found"],
@@ -482,9 +482,10 @@ OPTION_CASES = [
     OptionCase("option-native-video-on-frames-only-client",
                "roboreward:data=sample,video=native,model=anthropic/claude-sonnet-4-5-20250929",
                ("video=native", "AnthropicMessagesClient", "cannot send video", "Use video=frames")),
-    OptionCase("option-fps-zero", f"roboreward:data=sample,fps=0,{CONSTANT}", ("fps must be a positive number",)),
+    OptionCase("option-fps-zero", f"roboreward:data=sample,fps=0,{CONSTANT}",
+               ("roboreward: fps must be a positive number, got 0.0", "1 is the official rule")),
     OptionCase("option-max-frames-negative", f"roboreward:data=sample,max_frames=-1,{CONSTANT}",
-               ("max_frames must be 0 (no cap) or positive, got -1",)),
+               ("roboreward: max_frames must be 0 (no cap) or positive, got -1", "0 is the official rule")),
 ]
 
 

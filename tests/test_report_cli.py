@@ -200,6 +200,33 @@ def test_run_without_stats_is_skipped_with_a_warning(copy: Path, tmp_path: Path,
     assert "warning" in capsys.readouterr().err
 
 
+def test_foreign_and_unreadable_runs_are_named_in_the_warnings(copy: Path, tmp_path: Path) -> None:
+    source = run_dirs(copy)[0]
+    foreign = source.parent / "mmlu:subject=anatomy,model=baseline_constant-3"
+    shutil.copytree(source, foreign)
+    spec = json.loads((foreign / "run_spec.json").read_text())
+    spec["scenario_spec"]["class_name"] = "helm.benchmark.scenarios.mmlu_scenario.MMLUScenario"
+    (foreign / "run_spec.json").write_text(json.dumps(spec))
+    broken = run_dirs(copy)[1]
+    (broken / "run_spec.json").write_text("{cut in the mid")
+    assert report(copy, tmp_path / "r") == 0
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert f"1 run(s) of other benchmarks ignored: {foreign.name}" in text
+    assert f"run {broken.name} skipped: run_spec.json is unreadable" in text
+
+
+def test_a_model_whose_subsets_come_from_runs_with_other_settings_gets_a_note(copy: Path, tmp_path: Path) -> None:
+    run = runs_of(copy, "baseline/constant-3")[0]
+    spec = json.loads((run / "run_spec.json").read_text())
+    spec["name"] = spec["name"].replace("video=frames", "video=frames,last_frame=true")
+    (run / "run_spec.json").write_text(json.dumps(spec))
+    assert report(copy, tmp_path / "r") == 0
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert re.search(r"baseline/constant-3: its subsets come from runs with different settings \(data=sample,"
+                     r"video=frames, data=sample,video=frames,last_frame=true\); its macro MAE mixes them", text), text
+    assert "baseline/uniform-random: its subsets come" not in text
+
+
 def test_no_usable_run_fails(copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for run in run_dirs(copy):
         (run / "per_instance_stats.json").unlink()

@@ -56,6 +56,8 @@ class Run:
     """Modification time of its ``stats.json``: which of two overlapping runs is the latest."""
 
     rows: Tuple[InstanceRow, ...]
+    settings: str = ""
+    """The run entry's options other than subset and model (from the run name), e.g. ``data=sample,video=frames``."""
 
     @property
     def subsets(self) -> List[str]:
@@ -189,11 +191,17 @@ def _read_run(run_dir: str, run_spec: Dict[str, Any]) -> Tuple[Run, List[str]]:
             rows[instance_id] = _row(instance_id, means, instances.get(instance_id, {}), default_subset)
     model = str(run_spec.get("adapter_spec", {}).get("model", "unknown"))
     finished = os.path.getmtime(os.path.join(run_dir, "stats.json"))
-    run = Run(name, model, finished, tuple(rows.values()))
+    run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)))
     missing = len(set(rows) - set(instances))
     warnings = [f"run {name}: {missing} instance(s) have no instance data (subset taken from the run spec)"]
     warnings = warnings if missing else []
     return run, warnings + _mismatches(run, _stat_means(stats))
+
+
+def _settings(run_name: str) -> str:
+    """``roboreward:subset=a,data=sample,video=frames,model=m`` -> ``data=sample,video=frames``."""
+    options = run_name.split(":", 1)[-1].split(",")
+    return ",".join(option for option in options if not option.startswith(("subset=", "model=")))
 
 
 def _mismatches(run: Run, run_means: Dict[str, float]) -> List[str]:
@@ -210,7 +218,8 @@ def _mismatches(run: Run, run_means: Dict[str, float]) -> List[str]:
 
 def _read_suite_runs(suite_dir: str, suite: str) -> Tuple[List[Run], List[str]]:
     """The usable RoboReward runs of a suite and the warnings about the others."""
-    found, roboreward_dirs = [], []
+    found, roboreward_dirs, foreign = [], [], []
+    unreadable: List[str] = []
     for name in sorted(os.listdir(suite_dir)):
         run_dir = os.path.join(suite_dir, name)
         if not os.path.isfile(os.path.join(run_dir, "run_spec.json")):
@@ -218,17 +227,25 @@ def _read_suite_runs(suite_dir: str, suite: str) -> Tuple[List[Run], List[str]]:
         found.append(name)
         try:
             run_spec = _read_json(os.path.join(run_dir, "run_spec.json"))
-        except _UnusableRunError:
+        except _UnusableRunError as reason:
+            unreadable.append(f"run {name} skipped: {reason}")
             continue
         scenario_spec = run_spec.get("scenario_spec") if isinstance(run_spec, dict) else None
         if isinstance(scenario_spec, dict) and scenario_spec.get("class_name") == SCENARIO_CLASS:
             roboreward_dirs.append((run_dir, run_spec))
+        elif name.startswith("roboreward:"):
+            unreadable.append(f"run {name} skipped: its run_spec.json does not name the scenario {SCENARIO_CLASS}")
+        else:
+            foreign.append(name)
     if not roboreward_dirs:
         runs_found = _listing(found) if found else "none"
+        reasons = f" ({'; '.join(unreadable[:MAX_LISTED])})" if unreadable else ""
         raise ReportError(f"suite {suite!r} has no RoboReward runs (scenario {SCENARIO_CLASS}); runs found: "
-                          f"{runs_found}")
+                          f"{runs_found}{reasons}")
     runs: List[Run] = []
-    warnings: List[str] = []
+    warnings: List[str] = list(unreadable)
+    if foreign:
+        warnings.append(f"{len(foreign)} run(s) of other benchmarks ignored: {_listing(foreign)}")
     for run_dir, run_spec in roboreward_dirs:
         try:
             run, run_warnings = _read_run(run_dir, run_spec)
@@ -265,6 +282,10 @@ def _latest_per_subset(runs: List[Run], display_names: Dict[str, str]) -> Tuple[
         for (used, ignored), subsets in superseded.items():
             notes.append(f"{model}: runs {used} and {ignored} both cover {_listing(subsets)}; "
                          f"the latest ({used}) is used")
+        settings = sorted({run.settings for run in chosen.values()})
+        if len(settings) > 1:
+            notes.append(f"{model}: its subsets come from runs with different settings ({_listing(settings)}); "
+                         "its macro MAE mixes them")
         rows = [row for subset, run in chosen.items() for row in run.rows if row.subset == subset]
         run_of_subset = {subset: run.name for subset, run in chosen.items()}
         models.append(ModelRows(model, display_names.get(model, model), rows, run_of_subset))
