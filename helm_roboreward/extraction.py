@@ -173,11 +173,14 @@ def _decode_open(
     frames: Optional[Iterator[av.VideoFrame]] = None
     position = -1  # presentation index of the last decoded frame
     cursor = 0  # next wanted index
+    seeking = True  # cleared when a seek misses its keyframe: the rest is decoded sequentially
+    target: Optional[int] = None  # the keyframe the last seek aimed at, until its first frame arrives
     while cursor < len(wanted):
         keyframe = _keyframe_at_or_before(probe.keyframes, wanted[cursor])
-        if frames is None or keyframe > position + 1:
+        if frames is None or (seeking and keyframe > position + 1):
             if frames is not None or keyframe > 0 or rewind:
                 container.seek(probe.timestamps[keyframe], stream=stream, backward=True, any_frame=False)
+                target = keyframe
             frames = _decoded(container, stream, wanted_stamps)
             position = keyframe - 1
         try:
@@ -186,7 +189,19 @@ def _decode_open(
             frame = None  # a damaged packet ends the stream, as it ends a sequential read
         if frame is None:
             return  # the stream ended before the remaining wanted frames
-        position = index_of.get(frame.pts, position + 1) if frame.pts is not None else position + 1
+        landed = index_of.get(frame.pts, position + 1) if frame.pts is not None else position + 1
+        if target is not None and landed != target:
+            # The demuxer put us elsewhere (seen with B-frames in variable-frame-rate files). Before the
+            # keyframe: decoding on reaches it. After it: wanted frames may be behind us, so start over.
+            # Either way stop seeking in this file, which would otherwise repeat the miss forever.
+            seeking = False
+            if landed > target:
+                container.seek(0)
+                frames = _decoded(container, stream, wanted_stamps)
+                position, target = -1, None
+                continue
+        target = None
+        position = landed
         while cursor < len(wanted) and wanted[cursor] < position:
             cursor += 1  # a wanted frame that never decoded (damaged stream) or was skipped
         if cursor < len(wanted) and wanted[cursor] == position:

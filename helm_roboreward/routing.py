@@ -27,6 +27,8 @@ from helm.benchmark.model_deployment_registry import (
 from helm.benchmark.model_metadata_registry import model_has_tag
 from helm.benchmark.run_spec import RunSpec
 
+from helm_roboreward.model_registry import preferred_deployments
+
 FRAMES = "frames"
 NATIVE = "native"
 AUTO = "auto"
@@ -101,11 +103,15 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
 
 
 def _deployment_of(run_spec: RunSpec) -> Optional[Tuple[str, str]]:
-    """``(deployment name, client class)`` of a run spec, or None when HELM cannot resolve it yet."""
+    """``(deployment name, client class)`` of a run spec, or None when HELM cannot resolve it yet.
+
+    Without an explicit ``model_deployment``, the package's deployment of the model comes first
+    (:func:`helm_roboreward.model_registry.preferred_deployments`), then HELM's default.
+    """
     adapter = run_spec.adapter_spec
     name: Optional[str] = adapter.model_deployment
     if not name and adapter.model:
-        name = get_default_model_deployment_for_model(adapter.model)
+        name = preferred_deployments().get(adapter.model) or get_default_model_deployment_for_model(adapter.model)
     if not name:
         return None
     try:
@@ -137,6 +143,8 @@ def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> Run
     )
     name = run_spec.name.replace(f"video={current}", f"video={mode}", 1)
     adapter_spec = run_spec.adapter_spec
+    if not adapter_spec.model_deployment:
+        adapter_spec = dataclasses.replace(adapter_spec, model_deployment=deployment)  # the one routed for
     if apply_token_allowance and needs_reasoning_allowance(adapter_spec.model):
         adapter_spec = dataclasses.replace(adapter_spec, max_tokens=adapter_spec.max_tokens + REASONING_TOKEN_ALLOWANCE)
     return dataclasses.replace(run_spec, name=name, scenario_spec=scenario_spec, adapter_spec=adapter_spec)

@@ -1,12 +1,14 @@
 """``helm_roboreward.extraction`` on videos built inside the tests with PyAV."""
 
+import contextlib
 import functools
 import json
 import os
 import random
 import shutil
+import signal
 from pathlib import Path
-from typing import Dict, Iterator, List, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence
 
 import av
 import numpy as np
@@ -224,6 +226,88 @@ def test_decode_frames_yields_in_order(long_video: Path) -> None:
 def test_decode_frames_ignores_indices_past_the_end(long_video: Path) -> None:
     decoded = _decoded(long_video, [298, 299, 300, 5000])
     assert sorted(decoded) == [298, 299]
+
+
+# --------------------------------------------------------------------------- variable frame rate, misplaced seeks
+
+VFR_TIMESTAMPS_MS = {
+    "10-then-30fps": [i * 100 for i in range(30)] + [3000 + i * 33 for i in range(60)],
+    "jittered-15fps": [i * 1000 // 15 + (7 if i % 3 == 1 else 0) for i in range(90)],
+    "dropped-frames": [i * 100 for i in range(80) if i % 7 != 3],
+}
+
+
+@contextlib.contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail instead of hanging (decoding loops are Python code, so the alarm interrupts them)."""
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still decoding after {seconds} s: the extraction loop does not end")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("bframes", [0, 2, 3])
+@pytest.mark.parametrize("pattern", sorted(VFR_TIMESTAMPS_MS))
+def test_variable_frame_rate_with_b_frames(video_dir: Path, tmp_path: Path, pattern: str, bframes: int) -> None:
+    """Seeks in such files can land on an earlier keyframe (this once looped forever): frames stay exact."""
+    stamps = VFR_TIMESTAMPS_MS[pattern]
+    path = videos.make_video(video_dir / f"vfr-{pattern}-bf{bframes}.mp4", len(stamps), fps=30, gop=30,
+                             bframes=bframes, timestamps_ms=stamps)
+    reference = videos.decode_all(path)
+    for options in (OFFICIAL, FrameOptions(frames_per_second=3, include_last_frame=True)):
+        with deadline(60):
+            frame_set = extract_frames(str(path), str(tmp_path / "cache"), options)
+        probe = probe_video(str(path))
+        assert list(frame_set.frame_indices) == select_frame_indices(len(reference), probe.native_fps, options)
+        assert stored_numbers(frame_set) == list(frame_set.frame_indices)
+        for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
+            expected = encode_jpeg(Image.fromarray(reference[index]), options.jpeg_quality)
+            assert Path(file).read_bytes() == expected, f"frame {index}"
+
+
+class MisplacedSeeks:
+    """An open container whose seeks land one keyframe before or after the one asked for.
+
+    Stands in for a demuxer that misplaces seeks, deterministically; a seek to 0 (a restart) is honoured.
+    """
+
+    def __init__(self, container: "av.container.InputContainer", keyframe_stamps: Sequence[int], shift: int) -> None:
+        self.container, self.keyframe_stamps, self.shift = container, list(keyframe_stamps), shift
+        self.streams = container.streams
+        self.seeks: List[int] = []
+
+    def demux(self, *args: object, **kwargs: object) -> Iterator[av.Packet]:
+        return self.container.demux(*args, **kwargs)
+
+    def seek(self, offset: int, **kwargs: object) -> None:
+        self.seeks.append(offset)
+        if offset in self.keyframe_stamps:
+            position = self.keyframe_stamps.index(offset) + self.shift
+            offset = self.keyframe_stamps[max(0, min(position, len(self.keyframe_stamps) - 1))]
+        self.container.seek(offset, **kwargs)
+
+
+@pytest.mark.parametrize("bframes", [0, None], ids=["no-b-frames", "b-frames"])
+@pytest.mark.parametrize("shift", [-1, 1], ids=["lands-earlier", "lands-later"])
+def test_a_misplaced_seek_still_yields_the_exact_frames(video_dir: Path, shift: int, bframes: Optional[int]) -> None:
+    path = videos.make_video(video_dir / f"seeks-bf{bframes}.mp4", 120, fps=10, gop=20, bframes=bframes)
+    probe = probe_video(str(path))
+    reference = _reference(path)
+    indices = [0, probe.keyframes[2] + 1, probe.keyframes[4], probe.num_frames - 1]
+    with av.open(str(path)) as container, deadline(60):
+        wrapper = MisplacedSeeks(container, [probe.timestamps[k] for k in probe.keyframes], shift)
+        got = {index: frame.to_ndarray(format="rgb24")
+               for index, frame in extraction._decode_open(wrapper, indices, probe, rewind=False)}  # type: ignore[arg-type]
+    assert sorted(got) == sorted(set(indices))
+    for index, array in got.items():
+        assert np.array_equal(array, reference[index]), f"frame {index} differs from sequential decoding"
+    assert len(wrapper.seeks) <= 3, wrapper.seeks  # after a miss it decodes on instead of seeking again
 
 
 # --------------------------------------------------------------------------- header reports one frame too many

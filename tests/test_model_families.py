@@ -583,14 +583,19 @@ def test_native_video_on_a_frames_only_client_fails_before_any_request(tmp_path:
 _ROUTING_PROBE = r"""
 import json, sys
 from helm.benchmark.config_registry import register_builtin_configs_from_helm_package, register_configs_from_directory
-from helm.benchmark.model_deployment_registry import get_model_deployment
+from helm.benchmark.model_deployment_registry import get_default_model_deployment_for_model, get_model_deployment
 from helm.benchmark.presentation.run_entry import RunEntry
 from helm.benchmark.run import load_entry_point_plugins, run_entries_to_run_specs
 
+SHARED = ["qwen/qwen2.5-vl-7b-instruct", "meta/llama-4-scout-17b-16e-instruct",
+          "meta/llama-4-maverick-17b-128e-instruct-fp8"]
 # helm-run's order (helm/benchmark/run.py): built-ins, then --local-path, then the entry-point plugins.
 register_builtin_configs_from_helm_package()
+before = {model: get_default_model_deployment_for_model(model) for model in SHARED}
 register_configs_from_directory(sys.argv[1])
 load_entry_point_plugins()
+after = {model: get_default_model_deployment_for_model(model) for model in SHARED}
+print("DEFAULTS=" + json.dumps({"before": before, "after": after}))
 out = {}
 for description in json.loads(sys.stdin.read()):
     (spec,) = run_entries_to_run_specs([RunEntry(description=description, priority=1, groups=None)],
@@ -678,7 +683,17 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any
         assert fake.requests == []
     check_completed(process, "routing probe")
     (line,) = [line for line in process.stdout.splitlines() if line.startswith("ROUTING=")]
-    return dict(json.loads(line[len("ROUTING="):]))
+    (defaults,) = [line for line in process.stdout.splitlines() if line.startswith("DEFAULTS=")]
+    return {**json.loads(line[len("ROUTING="):]), "_defaults": json.loads(defaults[len("DEFAULTS="):])}
+
+
+def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: Dict[str, Dict[str, Any]]) -> None:
+    """Qwen2.5-VL and Llama 4 also have HELM deployments: roboreward runs use the package's vLLM ones
+    (table above), but installing the plugin (and ``--local-path prod_env``) must not change which
+    deployment every other benchmark gets for these models."""
+    defaults = routing["_defaults"]
+    assert defaults["after"] == defaults["before"]
+    assert not any(str(name).startswith("vllm/") for name in defaults["after"].values()), defaults
 
 
 @pytest.mark.parametrize("model, deployment", list(ROUTING_TABLE),

@@ -104,6 +104,7 @@ def make_video(
     crf: int = 18,
     container_format: Optional[str] = None,
     first_number: int = 0,
+    timestamps_ms: Optional[Sequence[int]] = None,
 ) -> Path:
     """Encode ``num_frames`` frames numbered ``first_number, first_number + 1, ...``.
 
@@ -120,6 +121,8 @@ def make_video(
         crf: libx264 quality.
         container_format: Force a muxer (e.g. ``"mp4"``).
         first_number: Number drawn on the first frame.
+        timestamps_ms: Presentation time of each frame in milliseconds, for a variable frame rate
+            (``fps`` then only sets the stream's nominal rate); None: constant ``fps``.
 
     Returns:
         The path written.
@@ -140,9 +143,15 @@ def make_video(
             stream.codec_context.gop_size = gop
         if rotation is not None:
             stream.set_display_rotation(rotation)
+        if timestamps_ms is not None:
+            assert len(timestamps_ms) == num_frames, "one timestamp per frame"
+            stream.codec_context.time_base = Fraction(1, 1000)
         for index in range(num_frames):
             frame = av.VideoFrame.from_ndarray(draw_frame(first_number + index, width, height), format="rgb24")
-            frame.pts, frame.time_base = index, 1 / rate
+            if timestamps_ms is not None:
+                frame.pts, frame.time_base = timestamps_ms[index], Fraction(1, 1000)
+            else:
+                frame.pts, frame.time_base = index, 1 / rate
             for packet in stream.encode(frame):
                 container.mux(packet)
         for packet in stream.encode(None):
