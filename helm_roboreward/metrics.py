@@ -25,6 +25,7 @@ from helm.benchmark.metrics.metric_name import MetricName
 from helm.benchmark.metrics.metric_service import MetricService
 from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import Instance
+from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.benchmark import MAX_SCORE, robot_slug
 from helm_roboreward.scoring import ScoredPrediction, maximum_error_score, score_prediction
@@ -150,13 +151,27 @@ class RoboRewardMetric(Metric):
             for stat in stats:
                 if stat.name.name == "abs_error" and stat.count:
                     errors_by_subset[subset].append(stat.sum / stat.count)
+        stats = self._coverage(per_instance_stats)
         if not errors_by_subset:
-            return []
+            return stats
         subset_maes = [sum(errors) / len(errors) for errors in errors_by_subset.values()]
-        return [
+        return stats + [
             Stat(MetricName("macro_mae")).add(sum(subset_maes) / len(subset_maes)),
             Stat(MetricName("num_subsets")).add(len(subset_maes)),
         ]
+
+    @staticmethod
+    def _coverage(per_instance_stats: Dict[Instance, List[Stat]]) -> List[Stat]:
+        """``eval_coverage``: the share of the run's rows evaluated; below 1 HELM's ``-m`` subsampled them."""
+        rows = {int((instance.extra_data or {}).get("rows_in_run", 0)) for instance in per_instance_stats}
+        if len(rows) != 1 or not (total := rows.pop()):
+            return []
+        evaluated = len(per_instance_stats)
+        if evaluated < total:
+            hwarn(f"RoboReward: only {evaluated} of the run's {total} rows were evaluated (helm-run -m / "
+                  f"--max-eval-instances samples at random, not per subset): these MAEs are not the official "
+                  f"numbers. Rerun with -m {total} or more.")
+        return [Stat(MetricName("eval_coverage")).add(evaluated / total)]
 
     def get_metadata(self) -> List[MetricMetadata]:
         """Names, descriptions and directions of the main stats."""

@@ -113,9 +113,10 @@ class RoboRewardScenario(Scenario):
             f"{report.seconds:.1f} s"
         )
         self._write_provenance(output_path, source.revision, rollouts)
-        return [self._instance(rollout, report.media[rollout.video_path], source.revision) for rollout in rollouts]
+        return [self._instance(rollout, report.media[rollout.video_path], source.revision, len(rollouts))
+                for rollout in rollouts]
 
-    def _instance(self, rollout: Rollout, media: PreparedMedia, revision: str) -> Instance:
+    def _instance(self, rollout: Rollout, media: PreparedMedia, revision: str, rows_in_run: int) -> Instance:
         content = [MediaObject(text=build_prompt(rollout.row.task), content_type="text/plain")]
         content += [MediaObject(location=path, content_type=media.content_type) for path in media.paths]
         extra_data: Dict[str, Any] = {
@@ -132,6 +133,7 @@ class RoboRewardScenario(Scenario):
             "dataset_revision": revision,
             "source_file": rollout.row.file_name,
             "metadata_line": rollout.row.line,
+            "rows_in_run": rows_in_run,  # lets the metric see HELM's -m subsampling
         }
         return Instance(
             input=Input(multimedia_content=MultimediaObject(content)),

@@ -68,6 +68,8 @@ def _metrics() -> List[Dict[str, Any]]:
         _metric("failed_request", "Failed requests", "Share of requests that returned no completion after "
                 "retries (left out of the MAE by the official rule).", True),
         _metric("num_instances", "# eval", "Number of evaluation instances."),
+        _metric("eval_coverage", "Rows evaluated", "Share of the run's rows evaluated; below 1 helm-run's -m "
+                "sampled them at random and the MAEs are not the official numbers."),
         _metric("num_frames", "# frames", "Frames sent per instance (0 for native video)."),
         _metric("media_bytes", "Media bytes", "Bytes of video or frames sent per instance."),
         _metric("num_prompt_tokens", "# prompt tokens", "Prompt tokens per instance, where the client reports "
@@ -101,7 +103,8 @@ def _metric_groups() -> List[Dict[str, Any]]:
                           ["macro_mae", "num_subsets"] + [SUBSET_MAE_PREFIX + s.id for s in OFFICIAL_SUBSETS],
                           hide_win_rates=True),
         _group_of_metrics("general_information", "General information",
-                          ["num_instances", "failed_request", "num_frames", "media_bytes", "num_prompt_tokens"],
+                          ["num_instances", "eval_coverage", "failed_request", "num_frames", "media_bytes",
+                           "num_prompt_tokens"],
                           hide_win_rates=True),
     ]
 

@@ -31,6 +31,7 @@ def make_instance(
     kind: str = "clip",
     num_frames: int = 7,
     media_bytes: int = 12345,
+    rows_in_run: Optional[int] = None,
 ) -> Instance:
     """An instance shaped like the scenario's: one correct reference holding the gold score."""
     return Instance(
@@ -44,6 +45,7 @@ def make_instance(
             "kind": kind,
             "num_frames": num_frames,
             "media_bytes": media_bytes,
+            **({"rows_in_run": rows_in_run} if rows_in_run is not None else {}),
         },
     )
 
@@ -358,6 +360,21 @@ def test_breakdowns_by_kind_and_robot() -> None:
     assert run_mean(result, "predicted_score") == pytest.approx((5 + 4 + 4 + 4 + 4 + 5) / 6)
     assert run_mean(result, "gold_score") == pytest.approx((5 + 2 + 3 + 1 + 4 + 2) / 6)
     assert "mae_kind_natural" not in run_stat_names(result)
+
+
+@pytest.mark.parametrize("evaluated, total", [(4, 10), (10, 10)])
+def test_eval_coverage_shows_helm_subsampling(evaluated: int, total: int, caplog: pytest.LogCaptureFixture) -> None:
+    states = [make_request_state(make_instance(3, subset="s", rows_in_run=total), answered("ANSWER: 3"))
+              for _ in range(evaluated)]
+    result = run_metric(states)
+    assert run_mean(result, "eval_coverage") == pytest.approx(evaluated / total)
+    warned = f"only {evaluated} of the run's {total} rows were evaluated" in caplog.text
+    assert warned == (evaluated < total)
+
+
+def test_no_eval_coverage_without_the_row_count() -> None:
+    result = run_metric([make_request_state(make_instance(3), answered("ANSWER: 3"))])
+    assert "eval_coverage" not in run_stat_names(result)
 
 
 def test_failed_requests_in_a_run_under_skip() -> None:
