@@ -1,5 +1,7 @@
 """Registering the package's model metadata and deployments with HELM, without duplicates."""
 
+import dataclasses
+import fnmatch
 import functools
 import os
 from importlib import resources
@@ -11,8 +13,10 @@ import yaml
 from helm.benchmark.model_deployment_registry import (
     ALL_MODEL_DEPLOYMENTS,
     DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
+    ClientSpec,
     ModelDeployment,
     ModelDeployments,
+    get_default_model_deployment_for_model,
     register_model_deployment,
 )
 from helm.benchmark.model_metadata_registry import (
@@ -23,6 +27,14 @@ from helm.benchmark.model_metadata_registry import (
 
 MODEL_METADATA_FILE = "model_metadata.yaml"
 MODEL_DEPLOYMENTS_FILE = "model_deployments.yaml"
+
+HELM_GEMINI_CLIENT = "helm.clients.google_genai_client.GoogleGenAIClient"
+ONE_MESSAGE_GEMINI_CLIENT = "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient"
+GEMINI_TWIN_SUFFIX = "-one-message"
+"""``google/gemini-2.5-pro`` -> ``google/gemini-2.5-pro-one-message`` (same host, so the same credentials)."""
+
+_GEMINI_TWINS: Dict[str, str] = {}
+"""``model name -> twin deployment name`` for the twin of the model's HELM default deployment."""
 
 
 def config_dir() -> str:
@@ -54,7 +66,34 @@ def register_package_models() -> List[str]:
         if deployment.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
             register_model_deployment(deployment)
             added.append(deployment.name)
+    added += register_gemini_twins()
     keep_helm_defaults()
+    return added
+
+
+def register_gemini_twins() -> List[str]:
+    """Register a one-message twin of every Gemini deployment on HELM's ``GoogleGenAIClient``.
+
+    The twin has the same model, settings and credentials, on the package's one-message client.
+    ``roboreward`` runs use the twin of the model's default deployment (PROTOCOL section 3: one user
+    message); HELM's deployment stays the default everywhere else and can be named explicitly.
+
+    Returns:
+        The names added.
+    """
+    gemini = [d for d in ALL_MODEL_DEPLOYMENTS if d.client_spec.class_name == HELM_GEMINI_CLIENT
+              and fnmatch.fnmatchcase((d.model_name or "").lower(), "google/gemini*")]
+    defaults = {d.model_name: get_default_model_deployment_for_model(d.model_name or "") for d in gemini}
+    added: List[str] = []
+    for deployment in gemini:
+        name = deployment.name + GEMINI_TWIN_SUFFIX
+        if name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+            client_spec = ClientSpec(class_name=ONE_MESSAGE_GEMINI_CLIENT, args=dict(deployment.client_spec.args))
+            register_model_deployment(dataclasses.replace(deployment, name=name, client_spec=client_spec))
+            added.append(name)
+    for model, default in defaults.items():
+        if model and default and default + GEMINI_TWIN_SUFFIX in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+            _GEMINI_TWINS.setdefault(model, default + GEMINI_TWIN_SUFFIX)
     return added
 
 
@@ -75,6 +114,7 @@ def preferred_deployments() -> Dict[str, str]:
     for deployment in _package_deployments():
         if deployment.model_name and deployment.name in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:  # registered
             preferred.setdefault(deployment.model_name, deployment.name)
+    preferred.update(_GEMINI_TWINS)  # Gemini: the one-message twin of the default deployment
     return preferred
 
 
@@ -86,6 +126,7 @@ def keep_helm_defaults() -> None:
     the model. Their relative order is otherwise kept.
     """
     ours = {deployment.name for deployment in _package_deployments()}
+    ours |= {d.name for d in ALL_MODEL_DEPLOYMENTS if d.client_spec.class_name == ONE_MESSAGE_GEMINI_CLIENT}
     theirs = {deployment.model_name for deployment in ALL_MODEL_DEPLOYMENTS if deployment.name not in ours}
     moved = [d for d in ALL_MODEL_DEPLOYMENTS if d.name in ours and d.model_name in theirs]
     if moved:

@@ -50,6 +50,7 @@ NATIVE_VIDEO_MODEL_PATTERNS: Tuple[str, ...] = (
 VIDEO_CLIENT_CLASSES: Tuple[str, ...] = (
     "helm.clients.google_genai_client.GoogleGenAIClient",
     "helm.clients.vertexai_client.VertexAIChatClient",
+    "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient",
     "helm_roboreward.clients.openai_video_client.OpenAIVideoClient",
     "helm_roboreward.clients.baselines.ConstantScoreClient",
     "helm_roboreward.clients.baselines.RandomScoreClient",

@@ -11,8 +11,12 @@ One ``helm-run`` subprocess (no ``--plugins``: the entry point loads the plugin)
 | GPT-5 mini | openai/gpt-5-mini-2025-08-07 (HELM) | OpenAIResponseClient (openai) | responses | frames |
 | GPT-5.5 xhigh | openai/gpt-5.5-xhigh (package) | OpenAIResponseClient (openai) | responses | frames |
 | Claude Sonnet 4.5 | anthropic/claude-sonnet-4-5-20250929 (HELM) | AnthropicMessagesClient | messages | frames |
-| Gemini Robotics-ER 1.6 | google/gemini-robotics-er-1.6-preview (package) | GoogleGenAIClient | Gemini | mp4 |
-| Gemini 2.5 Flash | google/gemini-2.5-flash (HELM) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
+| Gemini Robotics-ER 1.6 | google/gemini-robotics-er-1.6-preview-one-message (twin) | OneMessage... | Gemini | mp4 |
+| Gemini 2.5 Flash | google/gemini-2.5-flash-one-message (twin) | OneMessageGoogleGenAIClient | Gemini | mp4 |
+| Gemini 2.5 Flash-Lite | google/gemini-2.5-flash-lite (HELM, named) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
+
+The Gemini twins are HELM's client sending the prompt as one user message; naming HELM's deployment
+gives its layout (text and video as two user turns), checked with Flash-Lite.
 
 The fake answers a score computed from what it received (prompt and video hash, or prompt and
 number of images) plus a decoy "ANSWER: 1" in the separate reasoning, so the tests can check
@@ -114,7 +118,11 @@ FAMILIES = [
     Family("gemini-robotics-er-1.6", "google/gemini-robotics-er-1.6-preview", None, GEMINI,
            "gemini-robotics-er-1.6-preview", "native", 65000),
     Family("gemini-2.5-flash", "google/gemini-2.5-flash", None, GEMINI, "gemini-2.5-flash", "native", 65000),
+    Family("gemini-2.5-flash-lite-helm", "google/gemini-2.5-flash-lite", "google/gemini-2.5-flash-lite", GEMINI,
+           "gemini-2.5-flash-lite", "native", 65000),
 ]
+HELM_GEMINI_LAYOUT = {"gemini-2.5-flash-lite-helm"}
+"""Families on HELM's own Gemini deployment: text and video as two user turns."""
 FAMILY_IDS = [f.key for f in FAMILIES]
 BY_KEY = {f.key: f for f in FAMILIES}
 FRAME_FAMILIES = [f for f in FAMILIES if f.mode == "frames"]
@@ -214,7 +222,7 @@ def test_one_request_per_row_text_first(families: FamiliesRun, family: Family) -
     assert len(requests) == len(rows_of(SUBSET))
     media_kind = "video" if family.mode == "native" else "image"
     for recorded in requests:
-        assert len(user_messages(recorded)) == (2 if family.api == GEMINI else 1)
+        assert len(user_messages(recorded)) == (2 if family.key in HELM_GEMINI_LAYOUT else 1)
         parts = media_parts(recorded)
         assert parts[0].kind == "text"
         assert [p.kind for p in parts[1:]] == [media_kind] * (len(parts) - 1)
@@ -354,17 +362,23 @@ def test_vllm_usage_becomes_prompt_token_stats(families: FamiliesRun) -> None:
         assert stats["num_completion_tokens"] == 7
 
 
-def test_gemini_video_is_inline_mp4_after_the_text(families: FamiliesRun) -> None:
-    for family in (BY_KEY["gemini-robotics-er-1.6"], BY_KEY["gemini-2.5-flash"]):
-        for recorded in families.requests_of(family):
-            first, second = recorded.body["contents"]
-            assert first["role"] == "user" and second["role"] == "user"
-            assert len(first["parts"]) == 1 and set(first["parts"][0]) == {"text"}
-            (video_part,) = second["parts"]
-            inline = gemini_inline(video_part)
-            assert inline is not None, f"no inline data in {sorted(video_part)}"
-            assert inline["mime_type"] == "video/mp4"
-            assert "fileData" not in video_part and "file_data" not in video_part
+@pytest.mark.parametrize("key", ["gemini-robotics-er-1.6", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm"])
+def test_gemini_video_is_inline_mp4_after_the_text(families: FamiliesRun, key: str) -> None:
+    family = BY_KEY[key]
+    assert families.requests_of(family)
+    for recorded in families.requests_of(family):
+        contents = recorded.body["contents"]
+        assert all(content["role"] == "user" for content in contents)
+        if key in HELM_GEMINI_LAYOUT:  # HELM's client: one user turn per media object
+            assert [len(content["parts"]) for content in contents] == [1, 1]
+        else:  # PROTOCOL section 3: one user message, text then video
+            assert [len(content["parts"]) for content in contents] == [2]
+        text_part, video_part = [part for content in contents for part in content["parts"]]
+        assert set(text_part) == {"text"}
+        inline = gemini_inline(video_part)
+        assert inline is not None, f"no inline data in {sorted(video_part)}"
+        assert inline["mime_type"] == "video/mp4"
+        assert "fileData" not in video_part and "file_data" not in video_part
 
 
 # --------------------------------------------------------------------------------------------- frames
@@ -588,7 +602,7 @@ from helm.benchmark.presentation.run_entry import RunEntry
 from helm.benchmark.run import load_entry_point_plugins, run_entries_to_run_specs
 
 SHARED = ["qwen/qwen2.5-vl-7b-instruct", "meta/llama-4-scout-17b-16e-instruct",
-          "meta/llama-4-maverick-17b-128e-instruct-fp8"]
+          "meta/llama-4-maverick-17b-128e-instruct-fp8", "google/gemini-2.5-flash", "google/gemini-3-pro-preview"]
 # helm-run's order (helm/benchmark/run.py): built-ins, then --local-path, then the entry-point plugins.
 register_builtin_configs_from_helm_package()
 before = {model: get_default_model_deployment_for_model(model) for model in SHARED}
@@ -613,6 +627,7 @@ print("ROUTING=" + json.dumps(out))
 
 VIDEO_CLIENT = "helm_roboreward.clients.openai_video_client.OpenAIVideoClient"
 GENAI = "helm.clients.google_genai_client.GoogleGenAIClient"
+GENAI_ONE = "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient"
 RESPONSES_CLIENT = "helm.clients.openai_responses_client.OpenAIResponseClient"
 ANTHROPIC_CLIENT = "helm.clients.anthropic_client.AnthropicMessagesClient"
 TOGETHER_CLIENT = "helm.clients.together_client.TogetherChatClient"
@@ -632,15 +647,18 @@ ROUTING_TABLE: Dict[Tuple[str, Optional[str]], Tuple[str, str, str, int]] = {
     # HELM's own Qwen2.5-VL client (local transformers) cannot send video: frames.
     ("qwen/qwen2.5-vl-7b-instruct", "huggingface/qwen2.5-vl-7b-instruct"):
         ("frames", "huggingface/qwen2.5-vl-7b-instruct", HF_QWEN_CLIENT, 5000),
-    ("google/gemini-2.5-flash", None): ("native", "google/gemini-2.5-flash", GENAI, 65000),
-    ("google/gemini-2.5-flash-lite", None): ("native", "google/gemini-2.5-flash-lite", GENAI, 65000),
-    ("google/gemini-2.5-pro", None): ("native", "google/gemini-2.5-pro", GENAI, 65000),
-    ("google/gemini-3-pro-preview", None): ("native", "google/gemini-3-pro-preview", GENAI, 65000),
-    ("google/gemini-3-flash-preview", None): ("native", "google/gemini-3-flash-preview", GENAI, 65000),
+    ("google/gemini-2.5-flash", None): ("native", "google/gemini-2.5-flash-one-message", GENAI_ONE, 65000),
+    ("google/gemini-2.5-flash-lite", None): ("native", "google/gemini-2.5-flash-lite-one-message", GENAI_ONE, 65000),
+    ("google/gemini-2.5-pro", None): ("native", "google/gemini-2.5-pro-one-message", GENAI_ONE, 65000),
+    ("google/gemini-3-pro-preview", None): ("native", "google/gemini-3-pro-preview-one-message", GENAI_ONE, 65000),
+    ("google/gemini-3-flash-preview", None):
+        ("native", "google/gemini-3-flash-preview-one-message", GENAI_ONE, 65000),
     ("google/gemini-robotics-er-1.5-preview", None):
-        ("native", "google/gemini-robotics-er-1.5-preview", GENAI, 65000),
+        ("native", "google/gemini-robotics-er-1.5-preview-one-message", GENAI_ONE, 65000),
     ("google/gemini-robotics-er-1.6-preview", None):
-        ("native", "google/gemini-robotics-er-1.6-preview", GENAI, 65000),
+        ("native", "google/gemini-robotics-er-1.6-preview-one-message", GENAI_ONE, 65000),
+    # HELM's own Gemini deployment, named in the entry: still native video (its client sends it).
+    ("google/gemini-2.5-pro", "google/gemini-2.5-pro"): ("native", "google/gemini-2.5-pro", GENAI, 65000),
     ("openai/gpt-5-2025-08-07", None): ("frames", "openai/gpt-5-2025-08-07", RESPONSES_CLIENT, 65000),
     ("openai/gpt-5-mini-2025-08-07", None): ("frames", "openai/gpt-5-mini-2025-08-07", RESPONSES_CLIENT, 65000),
     ("openai/gpt-5-nano-2025-08-07", None): ("frames", "openai/gpt-5-nano-2025-08-07", RESPONSES_CLIENT, 65000),
@@ -688,12 +706,13 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any
 
 
 def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: Dict[str, Dict[str, Any]]) -> None:
-    """Qwen2.5-VL and Llama 4 also have HELM deployments: roboreward runs use the package's vLLM ones
-    (table above), but installing the plugin (and ``--local-path prod_env``) must not change which
-    deployment every other benchmark gets for these models."""
+    """Qwen2.5-VL, Llama 4 and Gemini have HELM deployments: roboreward runs use the package's vLLM ones
+    and one-message Gemini twins (table above), but installing the plugin (and ``--local-path prod_env``)
+    must not change which deployment every other benchmark gets for these models."""
     defaults = routing["_defaults"]
     assert defaults["after"] == defaults["before"]
-    assert not any(str(name).startswith("vllm/") for name in defaults["after"].values()), defaults
+    assert not any(str(name).startswith("vllm/") or str(name).endswith("-one-message")
+                   for name in defaults["after"].values()), defaults
 
 
 @pytest.mark.parametrize("model, deployment", list(ROUTING_TABLE),
