@@ -98,7 +98,27 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="macro MAE with bootstrap CIs, pairwise tests, tables and plots")
     add_report_options(report)
     report.set_defaults(handler=run_report)
+    files = commands.add_parser("files", help="write the schema, run-entry confs and prod_env/ model files",
+                                description="Write static/schema_roboreward.yaml, run_specs/*.conf and "
+                                "prod_env/model_*.yaml into a folder (after a pip install there is no checkout).")
+    files.add_argument("--out", default=".", help="the folder helm-run will run from (default: here)")
+    files.add_argument("--force", action="store_true", help="overwrite files that differ")
+    files.set_defaults(handler=_files)
     return parser
+
+
+def _files(args: argparse.Namespace) -> int:
+    from helm_roboreward.project_files import ExistingFilesError, generated_texts, write_project_files
+
+    try:
+        written = write_project_files(args.out, force=args.force)
+    except ExistingFilesError as error:
+        raise ValueError(str(error)) from None
+    unchanged = len(generated_texts()) - len(written)
+    for path in written:
+        print(f"  wrote {path}")
+    print(f"roboreward files: {len(written)} written, {unchanged} already up to date, in {os.path.abspath(args.out)}")
+    return 0
 
 
 def _export_media(args: argparse.Namespace) -> int:

@@ -321,6 +321,7 @@ def _extract_into(
     if not written:
         raise VideoError(f"{video_path}: no frame could be decoded")
     files = [name for _, name in written]
+    _remove_unlisted_frames(directory, files)
     with Image.open(os.path.join(directory, files[0])) as first:  # reads the header only
         stored_width, stored_height = first.size
     manifest: Dict[str, object] = {
@@ -339,6 +340,20 @@ def _extract_into(
     }
     write_atomically(os.path.join(directory, MANIFEST_FILE), json.dumps(manifest, sort_keys=True).encode("utf-8"))
     return manifest
+
+
+def _remove_unlisted_frames(directory: str, files: Sequence[str]) -> None:
+    """Delete frame files the final selection does not list (left by a first pass over a stream that ended early).
+
+    Safe next to a concurrent writer of the same key: identical inputs give identical final lists.
+    """
+    listed = set(files)
+    for name in os.listdir(directory):
+        if name.endswith(".jpg") and name[:-4].isdigit() and name not in listed:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass  # another writer removed it first
 
 
 def _write_selected(

@@ -122,6 +122,17 @@ def _deployment_of(run_spec: RunSpec) -> Optional[Tuple[str, str]]:
     return name, deployment.client_spec.class_name
 
 
+FRAME_OPTION_NAMES = ("fps", "last_frame", "max_frames", "max_side")
+"""Run-entry options that shape frames only: they do nothing for a model given the native mp4."""
+
+
+def _without_frame_options(run_name: str) -> str:
+    """The run name without frame options (``roboreward:subset=a,video=native,fps=2,model=m`` -> no ``fps=2``)."""
+    prefix, _, options = run_name.partition(":")
+    kept = [option for option in options.split(",") if option.split("=", 1)[0] not in FRAME_OPTION_NAMES]
+    return f"{prefix}:{','.join(kept)}"
+
+
 def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> RunSpec:
     """Fix the video mode (and the reasoning token allowance) of a ``roboreward`` run spec for its model.
 
@@ -143,6 +154,8 @@ def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> Run
         run_spec.scenario_spec, args={**args, "video": mode, "video_request": requested}
     )
     name = run_spec.name.replace(f"video={current}", f"video={mode}", 1)
+    if mode == NATIVE:
+        name = _without_frame_options(name)
     adapter_spec = run_spec.adapter_spec
     if not adapter_spec.model_deployment:
         adapter_spec = dataclasses.replace(adapter_spec, model_deployment=deployment)  # the one routed for

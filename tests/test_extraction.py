@@ -339,9 +339,11 @@ def test_header_one_frame_too_many(
     if include_last:
         assert frame_set.frame_indices[-1] == decodable - 1  # the last decodable frame
         assert frame_set.num_frames == decodable
-    # the stored frames are the sequentially decoded ones
+    # the stored frames are the sequentially decoded ones, and the folder holds nothing else
     for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
         assert Path(file).read_bytes() == encode_jpeg(Image.fromarray(sequential[index]), options.jpeg_quality)
+    assert sorted(p.name for p in Path(frame_set.directory).glob("*.jpg")) == sorted(
+        Path(f).name for f in frame_set.frame_files)
 
 
 # --------------------------------------------------------------------------- cache
@@ -598,3 +600,12 @@ def test_other_pixel_formats(video_dir: Path, tmp_path: Path, pix_fmt: str) -> N
     reference = videos.decode_all(path)
     for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
         assert Path(file).read_bytes() == encode_jpeg(Image.fromarray(reference[index]), OFFICIAL.jpeg_quality)
+
+
+def test_frames_a_final_selection_does_not_list_are_removed(tmp_path: Path) -> None:
+    """A first pass over a stream that ended early may have written more frames than the final selection."""
+    for name in ("0000.jpg", "0001.jpg", "0002.jpg", "0003.jpg", MANIFEST_FILE, ".tmp-x.part", "notes.jpg"):
+        (tmp_path / name).write_bytes(b"x")
+    extraction._remove_unlisted_frames(str(tmp_path), ["0000.jpg", "0001.jpg"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-x.part", "0000.jpg", "0001.jpg", MANIFEST_FILE,
+                                                          "notes.jpg"]

@@ -281,6 +281,16 @@ def test_explicit_video_modes() -> None:
     assert spec.name == "roboreward:subset=bridge,video=native,model=google_gemini-robotics-er-1.5-preview"
 
 
+def test_frame_options_leave_the_name_of_a_native_video_run() -> None:
+    """They shape frames only: a model given the mp4 runs the same with or without them."""
+    options = "fps=2,last_frame=1,max_frames=8,max_side=448"
+    native = expand_one(f"roboreward:subset=bridge,{options},failed=max_error,model={GEMINI_ER}")
+    assert native.name == ("roboreward:subset=bridge,video=native,failed=max_error,"
+                           "model=google_gemini-robotics-er-1.5-preview")
+    frames = expand_one(f"roboreward:subset=bridge,{options},model={CONSTANT}")
+    assert frames.name == f"roboreward:subset=bridge,video=frames,{options},model=baseline_constant-3"
+
+
 @pytest.mark.parametrize("model", [GEMINI_FLASH, GPT5_MINI, CONSTANT])
 def test_scenario_accepts_the_expanded_arguments(model: str) -> None:
     """The scenario is built from the run spec's args by HELM; every arg the expanders add must be accepted."""

@@ -1,0 +1,103 @@
+"""The files a HELM working folder needs, generated from the package: what ``roboreward files`` writes.
+
+A pip install has no checkout, so the README's commands (``--conf-paths run_specs/...``,
+``--schema-path static/...``, ``--local-path prod_env``) need these files written into the folder
+helm-run runs from. The repository's copies are the same text (a test keeps them equal):
+
+- ``static/schema_roboreward.yaml``: the leaderboard schema (:mod:`helm_roboreward.schema`);
+- ``run_specs/roboreward.conf``: the official leaderboard, one entry per subset, ``model=vlm``;
+- ``run_specs/roboreward_sample.conf``: the offline demo on the bundled sample;
+- ``prod_env/model_metadata.yaml`` and ``prod_env/model_deployments.yaml``: the package's models
+  (display names for helm-summarize, the vLLM and baseline deployments).
+"""
+
+import os
+from typing import Dict, List, Sequence
+
+from helm_roboreward.benchmark import OFFICIAL_SUBSETS, SAMPLE_SUBSETS
+from helm_roboreward.model_registry import MODEL_DEPLOYMENTS_FILE, MODEL_METADATA_FILE, config_dir
+from helm_roboreward.schema import render_schema
+
+SCHEMA_PATH = os.path.join("static", "schema_roboreward.yaml")
+LEADERBOARD_CONF = os.path.join("run_specs", "roboreward.conf")
+SAMPLE_CONF = os.path.join("run_specs", "roboreward_sample.conf")
+BASELINES = ("baseline/constant-3", "baseline/uniform-random")
+
+
+def _conf(comment: Sequence[str], descriptions: Sequence[str]) -> str:
+    lines = [f"# {line}" for line in comment] + ["entries: ["]
+    lines += [f'  {{description: "{description}", priority: 1}}' for description in descriptions]
+    return "\n".join(lines + ["]"]) + "\n"
+
+
+def leaderboard_conf() -> str:
+    """The run entries of the official leaderboard: one per subset, every vision-language model."""
+    return _conf(
+        [
+            "RoboRewardBench, official leaderboard: one entry per subset, every vision-language model,",
+            "official per-model video routing (video=auto). Use with -m 1000 (RoboArena has 1,000 rows).",
+            "helm-run --conf-paths run_specs/roboreward.conf --suite v1 -m 1000 --models-to-run <org/model> ...",
+        ],
+        [f"roboreward:subset={subset.id},model=vlm" for subset in OFFICIAL_SUBSETS],
+    )
+
+
+def sample_conf() -> str:
+    """The run entries of the offline demo: the bundled sample with the two baselines."""
+    return _conf(
+        [
+            "Offline demo: the bundled sample with the offline baselines (no network, no GPU).",
+            "helm-run --conf-paths run_specs/roboreward_sample.conf --suite demo -m 100",
+        ],
+        [f"roboreward:subset={subset.id},data=sample,model={model}" for subset in SAMPLE_SUBSETS
+         for model in BASELINES],
+    )
+
+
+def generated_texts() -> Dict[str, str]:
+    """``relative path -> text`` of every generated file."""
+    texts = {SCHEMA_PATH: render_schema(), LEADERBOARD_CONF: leaderboard_conf(), SAMPLE_CONF: sample_conf()}
+    for name in (MODEL_METADATA_FILE, MODEL_DEPLOYMENTS_FILE):
+        with open(os.path.join(config_dir(), name), encoding="utf-8") as handle:
+            texts[os.path.join("prod_env", name)] = handle.read()
+    return texts
+
+
+class ExistingFilesError(Exception):
+    """Files that would be overwritten; the message lists them."""
+
+
+def _same_text(path: str, text: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read() == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def write_project_files(folder: str, force: bool = False) -> List[str]:
+    """Write every generated file under ``folder`` that is missing or differs; returns the paths written.
+
+    Files that already hold the same text (in a checkout, the repository's own) are left alone.
+
+    Raises:
+        ExistingFilesError: Some files exist with other content and ``force`` is not set; nothing is written.
+        OSError: A file cannot be written.
+    """
+    texts = {os.path.join(folder, relative): text for relative, text in generated_texts().items()}
+    pending = {path: text for path, text in texts.items() if not _same_text(path, text)}
+    conflicts = [path for path in pending if os.path.lexists(path)]
+    if conflicts and not force:
+        raise ExistingFilesError(
+            f"{len(conflicts)} file(s) exist with other content: {', '.join(conflicts)}. Move them away or pass "
+            "--force to overwrite them."
+        )
+    for path, text in pending.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.islink(path):
+            os.unlink(path)  # replace a link by the file rather than writing through it
+        temporary = path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    return list(pending)
