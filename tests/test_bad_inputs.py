@@ -22,6 +22,7 @@ three rows, read from its ``metadata.jsonl`` at test time.
 """
 
 import collections
+import contextlib
 import hashlib
 import json
 import os
@@ -53,6 +54,7 @@ from tests.helm_harness import (
     run_stats,
     sample_rows,
 )
+from tests.unwritable import unwritable
 from tests.videos import make_audio_only, make_text_file, make_truncated, make_video, make_zero_byte
 
 DOC = REPO / "docs" / "bad_inputs.md"
@@ -423,8 +425,6 @@ OUTPUT_CASES = [
     pytest.param(OUTPUT_CASES[1], id=OUTPUT_CASES[1].id),
 ])
 def test_prepare_unwritable_output_folder(case: OutputCase, small: Small, tmp_path: Path) -> None:
-    if case.id == "output-folder-read-only" and os.geteuid() == 0:
-        pytest.skip("running as root: file modes do not stop root from writing (chmod 500 has no effect)")
     ctx = case_context(small, tmp_path, warm=case.id == "output-folder-read-only")
     if case.id == "output-folder-is-a-file":
         # A previous run's results live in the output folder; a stray file sits where scenarios/ should be.
@@ -435,14 +435,9 @@ def test_prepare_unwritable_output_folder(case: OutputCase, small: Small, tmp_pa
     else:
         locked = [media_dir(ctx.out), *[p for p in media_dir(ctx.out).rglob("*") if p.is_dir()]]
     before = snapshot(ctx.out)
-    for folder in locked:
-        folder.chmod(0o500)
-    try:
+    with unwritable(locked) if locked else contextlib.nullcontext():
         # --last-frame needs new frames: there is something to write.
         failed = prepare(ctx.data, ctx.out, "--last-frame")
-    finally:
-        for folder in locked:
-            folder.chmod(0o700)
     assert failed.returncode == EXIT_USAGE, output_of(failed)[-3000:]
     assert_no_traceback(failed)
     assert_says(failed.stderr, case.says(ctx))

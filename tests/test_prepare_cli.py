@@ -6,12 +6,11 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 from helm_roboreward import cli, extraction
 from helm_roboreward.data_source import sample_root
 from helm_roboreward.scenario import RoboRewardScenario
 from tests.sample_facts import distinct_videos, rows_of, sample_rows
+from tests.unwritable import unwritable
 
 
 def copy_sample(target):
@@ -83,15 +82,11 @@ def test_bad_video_is_reported_and_the_others_are_cached(tmp_path, capsys):
     assert leftovers == []
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
 def test_unwritable_output_folder(tmp_path, capsys):
     out = tmp_path / "readonly"
     out.mkdir()
-    out.chmod(0o500)
-    try:
+    with unwritable([out]):
         status = cli.main(["prepare", "--data", "sample", "--output-path", str(out), "--quiet"])
-    finally:
-        out.chmod(0o700)
     assert status == cli.EXIT_USAGE
     assert "cannot write" in capsys.readouterr().err
 
