@@ -49,6 +49,19 @@ class FrameOptions:
         """True when these options reproduce the official frames."""
         return self == FrameOptions()
 
+    def run_name_options(self) -> List[str]:
+        """The non-default options as run-name parts (``fps=0.5``, ``last_frame=1``, ...), in a fixed order."""
+        parts = []
+        if self.frames_per_second != OFFICIAL_FRAMES_PER_SECOND:
+            parts.append(f"fps={self.frames_per_second:g}")
+        if self.include_last_frame:
+            parts.append("last_frame=1")
+        if self.max_frames:
+            parts.append(f"max_frames={self.max_frames}")
+        if self.max_side:
+            parts.append(f"max_side={self.max_side}")
+        return parts
+
     def cache_key_fields(self) -> Dict[str, object]:
         """Every setting that changes the stored frames, for content-addressed names."""
         return {

@@ -17,7 +17,7 @@ minutes; the Anthropic client silently drops it).
 
 import dataclasses
 import fnmatch
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from helm.benchmark.model_deployment_registry import (
     ModelDeploymentNotFoundError,
@@ -27,6 +27,7 @@ from helm.benchmark.model_deployment_registry import (
 from helm.benchmark.model_metadata_registry import model_has_tag
 from helm.benchmark.run_spec import RunSpec
 
+from helm_roboreward.frames import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
 from helm_roboreward.model_registry import preferred_deployments
 
 FRAMES = "frames"
@@ -126,11 +127,25 @@ FRAME_OPTION_NAMES = ("fps", "last_frame", "max_frames", "max_side")
 """Run-entry options that shape frames only: they do nothing for a model given the native mp4."""
 
 
-def _without_frame_options(run_name: str) -> str:
-    """The run name without frame options (``roboreward:subset=a,video=native,fps=2,model=m`` -> no ``fps=2``)."""
-    prefix, _, options = run_name.partition(":")
-    kept = [option for option in options.split(",") if option.split("=", 1)[0] not in FRAME_OPTION_NAMES]
-    return f"{prefix}:{','.join(kept)}"
+def _named_for_mode(run_name: str, current: str, mode: str, args: Dict[str, Any]) -> str:
+    """The run name with ``video=<mode>`` and, for frames only, the non-default frame options after it.
+
+    Rebuilt from the scenario arguments every time, so a later expander switching native back to
+    frames (``model=...,model_deployment=...``) restores the options an earlier pass left out.
+    """
+    prefix, _, rest = run_name.partition(":")
+    parts = [part for part in rest.split(",") if part.split("=", 1)[0] not in FRAME_OPTION_NAMES]
+    if f"video={current}" not in parts:  # not a name this package built: only the mode changes
+        return run_name.replace(f"video={current}", f"video={mode}", 1)
+    video = parts.index(f"video={current}")
+    options = [] if mode == NATIVE else FrameOptions(
+        frames_per_second=float(args.get("frames_per_second", OFFICIAL_FRAMES_PER_SECOND)),
+        include_last_frame=bool(args.get("include_last_frame", False)),
+        max_frames=int(args.get("max_frames", 0)),
+        max_side=int(args.get("max_side", 0)),
+    ).run_name_options()
+    parts[video:video + 1] = [f"video={mode}", *options]
+    return f"{prefix}:{','.join(parts)}"
 
 
 def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> RunSpec:
@@ -153,9 +168,7 @@ def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> Run
     scenario_spec = dataclasses.replace(
         run_spec.scenario_spec, args={**args, "video": mode, "video_request": requested}
     )
-    name = run_spec.name.replace(f"video={current}", f"video={mode}", 1)
-    if mode == NATIVE:
-        name = _without_frame_options(name)
+    name = _named_for_mode(run_spec.name, current, mode, args)
     adapter_spec = run_spec.adapter_spec
     if not adapter_spec.model_deployment:
         adapter_spec = dataclasses.replace(adapter_spec, model_deployment=deployment)  # the one routed for

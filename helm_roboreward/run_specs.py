@@ -132,14 +132,7 @@ def _run_name(subset: str, data: str, revision: str, video: str, options: FrameO
     if revision != DATASET_REVISION:
         parts.append(f"revision={revision}")
     parts.append(f"video={video}")
-    if options.frames_per_second != OFFICIAL_FRAMES_PER_SECOND:
-        parts.append(f"fps={options.frames_per_second:g}")
-    if options.include_last_frame:
-        parts.append("last_frame=1")
-    if options.max_frames:
-        parts.append(f"max_frames={options.max_frames}")
-    if options.max_side:
-        parts.append(f"max_side={options.max_side}")
+    parts += options.run_name_options()
     if failed != SKIP_FAILED:
         parts.append(f"failed={failed}")
     return f"{RUN_SPEC_NAME}:{','.join(parts)}"

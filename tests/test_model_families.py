@@ -684,6 +684,27 @@ ROUTING_TABLE: Dict[Tuple[str, Optional[str]], Tuple[str, str, str, int]] = {
 }
 
 
+QWEN_HF = "model=qwen/qwen2.5-vl-7b-instruct,model_deployment=huggingface/qwen2.5-vl-7b-instruct"
+NAME_CASES = {
+    # The model routes to native (vLLM) first; the deployment named after it switches back to frames:
+    # the frame options must come back into the name, or two configurations would share one run.
+    f"roboreward:subset={SUBSET},data=sample,fps=2,{QWEN_HF}":
+        f"roboreward:subset={SUBSET},data=sample,video=frames,fps=2,model=qwen_qwen2.5-vl-7b-instruct,"
+        "model_deployment=huggingface_qwen2.5-vl-7b-instruct",
+    f"roboreward:subset={SUBSET},data=sample,{QWEN_HF}":
+        f"roboreward:subset={SUBSET},data=sample,video=frames,model=qwen_qwen2.5-vl-7b-instruct,"
+        "model_deployment=huggingface_qwen2.5-vl-7b-instruct",
+    # Native video: frame options do nothing, so they leave the name.
+    f"roboreward:subset={SUBSET},data=sample,fps=2,last_frame=1,model=google/gemini-2.5-pro":
+        f"roboreward:subset={SUBSET},data=sample,video=native,model=google_gemini-2.5-pro",
+}
+
+
+def test_run_names_follow_the_final_mode(routing: Dict[str, Dict[str, Any]]) -> None:
+    for entry, name in NAME_CASES.items():
+        assert routing[entry]["name"] == name, entry
+
+
 def _routing_entry(model: str, deployment: Optional[str]) -> str:
     entry = f"roboreward:subset={SUBSET},data=sample,model={model}"
     return entry + (f",model_deployment={deployment}" if deployment else "")
@@ -694,7 +715,7 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any
     workdir = tmp_path_factory.mktemp("routing")
     with FakeModelServer() as fake:  # only for the credentials file; nothing is sent
         local = private_local_path(workdir / "local", fake)
-        entries = [_routing_entry(model, deployment) for model, deployment in ROUTING_TABLE]
+        entries = [_routing_entry(model, deployment) for model, deployment in ROUTING_TABLE] + list(NAME_CASES)
         process = subprocess.run([sys.executable, "-c", _ROUTING_PROBE, str(local)], input=json.dumps(entries),
                                  cwd=workdir, env=helm_environment(fake), capture_output=True, text=True,
                                  timeout=TIMEOUT)
