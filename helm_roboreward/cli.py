@@ -57,7 +57,7 @@ def _prepare(args: argparse.Namespace) -> int:
     failures: List[str] = problems + failures_by_row(rollouts, report)
     print(f"roboreward prepare: {source.description} (revision {source.revision}) -> {media_dir}")
     print(f"  rows: {len(rollouts) + len(problems)}   distinct videos ready: {report.num_videos}"
-          f"   cache hits: {report.cache_hits}   failed rows: {len(problems) + len(failures_by_row(rollouts, report))}")
+          f"   cache hits: {report.cache_hits}   failed rows: {len(failures)}")
     if args.video == "frames":
         print(f"  frames: {report.num_frames}   bytes: {report.num_bytes:,}")
     else:
@@ -108,13 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _files(args: argparse.Namespace) -> int:
-    from helm_roboreward.project_files import ExistingFilesError, generated_texts, write_project_files
+    from helm_roboreward.project_files import ExistingFilesError, write_project_files
 
     try:
-        written = write_project_files(args.out, force=args.force)
+        written, unchanged = write_project_files(args.out, force=args.force)
     except ExistingFilesError as error:
         raise ValueError(str(error)) from None
-    unchanged = len(generated_texts()) - len(written)
     for path in written:
         print(f"  wrote {path}")
     print(f"roboreward files: {len(written)} written, {unchanged} already up to date, in {os.path.abspath(args.out)}")

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
+from io import BytesIO
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import av
@@ -33,27 +34,8 @@ from helm_roboreward.media_store import (
     write_atomically,
 )
 
-__all__ = [
-    "EXTRACTOR_VERSION",
-    "MANIFEST_FILE",
-    "FrameSet",
-    "VideoError",
-    "VideoProbe",
-    "decode_frames",
-    "extract_frames",
-    "file_digest",
-    "frames_directory",
-    "frames_key",
-    "probe_video",
-    "read_manifest",
-    "remove_stale_temporaries",
-    "to_image",
-    "write_atomically",
-]
-
 EXTRACTOR_VERSION = "1"
 """Part of every cache key; bump when decoding or encoding changes the stored bytes."""
-
 
 
 class VideoError(Exception):
@@ -268,8 +250,6 @@ def to_image(frame: av.VideoFrame, options: FrameOptions) -> Image.Image:
 
 def encode_jpeg(image: Image.Image, quality: int) -> bytes:
     """JPEG bytes of an image (deterministic for identical pixels and settings)."""
-    from io import BytesIO
-
     buffer = BytesIO()
     image.save(buffer, format="JPEG", quality=quality)
     return buffer.getvalue()

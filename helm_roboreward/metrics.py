@@ -110,11 +110,6 @@ def usage_stats(request_state: RequestState) -> List[Stat]:
     return stats
 
 
-def failed_request_score(gold: int) -> ScoredPrediction:
-    """The charge for a failed request under ``failed=max_error``: the worst possible answer."""
-    return maximum_error_score(gold, invalid_output=False)
-
-
 class RoboRewardMetric(Metric):
     """Absolute error of the parsed progress score, with breakdowns and the macro MAE over subsets."""
 
@@ -140,7 +135,8 @@ class RoboRewardMetric(Metric):
         stats += usage_stats(request_state)
         if text is None and self.failed == SKIP_FAILED:
             return stats
-        scored = failed_request_score(gold) if text is None else score_prediction(text, gold)
+        # failed=max_error charges a failed request the worst possible answer (not an invalid output: none came).
+        scored = maximum_error_score(gold, invalid_output=False) if text is None else score_prediction(text, gold)
         return stats + instance_stats(scored, extra)
 
     def derive_per_instance_stats(self, per_instance_stats: Dict[Instance, List[Stat]]) -> List[Stat]:

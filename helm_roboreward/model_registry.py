@@ -5,7 +5,7 @@ import fnmatch
 import functools
 import os
 from importlib import resources
-from typing import Dict, List
+from typing import List, Optional
 
 import cattrs
 import dacite
@@ -32,9 +32,6 @@ HELM_GEMINI_CLIENT = "helm.clients.google_genai_client.GoogleGenAIClient"
 ONE_MESSAGE_GEMINI_CLIENT = "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient"
 GEMINI_TWIN_SUFFIX = "-one-message"
 """``google/gemini-2.5-pro`` -> ``google/gemini-2.5-pro-one-message`` (same host, so the same credentials)."""
-
-_GEMINI_TWINS: Dict[str, str] = {}
-"""``model name -> twin deployment name`` for the twin of the model's HELM default deployment."""
 
 
 def config_dir() -> str:
@@ -81,20 +78,20 @@ def register_gemini_twins() -> List[str]:
     Returns:
         The names added.
     """
-    gemini = [d for d in ALL_MODEL_DEPLOYMENTS if d.client_spec.class_name == HELM_GEMINI_CLIENT
-              and fnmatch.fnmatchcase((d.model_name or "").lower(), "google/gemini*")]
-    defaults = {d.model_name: get_default_model_deployment_for_model(d.model_name or "") for d in gemini}
     added: List[str] = []
-    for deployment in gemini:
+    for deployment in list(ALL_MODEL_DEPLOYMENTS):
+        if deployment.client_spec.class_name != HELM_GEMINI_CLIENT or not _is_gemini(deployment.model_name or ""):
+            continue
         name = deployment.name + GEMINI_TWIN_SUFFIX
         if name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
             client_spec = ClientSpec(class_name=ONE_MESSAGE_GEMINI_CLIENT, args=dict(deployment.client_spec.args))
             register_model_deployment(dataclasses.replace(deployment, name=name, client_spec=client_spec))
             added.append(name)
-    for model, default in defaults.items():
-        if model and default and default + GEMINI_TWIN_SUFFIX in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
-            _GEMINI_TWINS.setdefault(model, default + GEMINI_TWIN_SUFFIX)
     return added
+
+
+def _is_gemini(model: str) -> bool:
+    return fnmatch.fnmatchcase(model.lower(), "google/gemini*")
 
 
 @functools.lru_cache(maxsize=1)
@@ -103,19 +100,25 @@ def _package_deployments() -> List[ModelDeployment]:
         return list(cattrs.structure(yaml.safe_load(handle), ModelDeployments).model_deployments)
 
 
-def preferred_deployments() -> Dict[str, str]:
-    """``model name -> deployment name``: the package's deployment a ``roboreward`` run uses by default.
+def preferred_deployment(model: str) -> Optional[str]:
+    """The package's deployment a ``roboreward`` run of ``model`` uses by default, if it has one.
 
-    For models HELM also deploys (Qwen2.5-VL on local transformers, Llama 4 on Together/Vertex), the
-    benchmark's runs use the package's vLLM deployment (the official setup served open models itself);
-    HELM's own default stays untouched for every other benchmark (:func:`keep_helm_defaults`).
+    Gemini: the one-message twin of the model's default deployment. Other models HELM also deploys
+    (Qwen2.5-VL on local transformers, Llama 4 on Together/Vertex): the package's vLLM deployment (the
+    official setup served open models itself). HELM's own default stays untouched for every other
+    benchmark (:func:`keep_helm_defaults`).
     """
-    preferred: Dict[str, str] = {}
+    if _is_gemini(model):
+        default = get_default_model_deployment_for_model(model)
+        if default:
+            # Package-only Gemini models (no HELM deployment to sort before) have their twin as the default.
+            twin = default if default.endswith(GEMINI_TWIN_SUFFIX) else default + GEMINI_TWIN_SUFFIX
+            if twin in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+                return twin
     for deployment in _package_deployments():
-        if deployment.model_name and deployment.name in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:  # registered
-            preferred.setdefault(deployment.model_name, deployment.name)
-    preferred.update(_GEMINI_TWINS)  # Gemini: the one-message twin of the default deployment
-    return preferred
+        if deployment.model_name == model and deployment.name in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+            return deployment.name
+    return None
 
 
 def keep_helm_defaults() -> None:
@@ -130,4 +133,5 @@ def keep_helm_defaults() -> None:
     theirs = {deployment.model_name for deployment in ALL_MODEL_DEPLOYMENTS if deployment.name not in ours}
     moved = [d for d in ALL_MODEL_DEPLOYMENTS if d.name in ours and d.model_name in theirs]
     if moved:
-        ALL_MODEL_DEPLOYMENTS[:] = moved + [d for d in ALL_MODEL_DEPLOYMENTS if d not in moved]
+        ALL_MODEL_DEPLOYMENTS[:] = moved + [d for d in ALL_MODEL_DEPLOYMENTS if d.name not in ours
+                                            or d.model_name not in theirs]

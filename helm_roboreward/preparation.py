@@ -17,15 +17,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from tqdm import tqdm
 
 from helm_roboreward.dataset import Rollout
-from helm_roboreward.extraction import (
-    FrameSet,
-    VideoError,
-    extract_frames,
-    file_digest,
-    remove_stale_temporaries,
-    write_atomically,
-)
+from helm_roboreward.extraction import FrameSet, VideoError, extract_frames
 from helm_roboreward.frames import FrameOptions
+from helm_roboreward.media_store import file_digest, remove_stale_temporaries, write_atomically
 
 FRAMES_FOLDER = "frames"
 VIDEOS_FOLDER = "videos"

@@ -12,7 +12,7 @@ helm-run runs from. The repository's copies are the same text (a test keeps them
 """
 
 import os
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 from helm_roboreward.benchmark import OFFICIAL_SUBSETS, SAMPLE_SUBSETS
 from helm_roboreward.model_registry import MODEL_DEPLOYMENTS_FILE, MODEL_METADATA_FILE, config_dir
@@ -75,10 +75,13 @@ def _same_text(path: str, text: str) -> bool:
         return False
 
 
-def write_project_files(folder: str, force: bool = False) -> List[str]:
-    """Write every generated file under ``folder`` that is missing or differs; returns the paths written.
+def write_project_files(folder: str, force: bool = False) -> Tuple[List[str], int]:
+    """Write every generated file under ``folder`` that is missing or differs.
 
     Files that already hold the same text (in a checkout, the repository's own) are left alone.
+
+    Returns:
+        The paths written, and how many files were already up to date.
 
     Raises:
         ExistingFilesError: Some files exist with other content and ``force`` is not set; nothing is written.
@@ -100,4 +103,4 @@ def write_project_files(folder: str, force: bool = False) -> List[str]:
         with open(temporary, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(temporary, path)
-    return list(pending)
+    return list(pending), len(texts) - len(pending)

@@ -27,8 +27,8 @@ from helm.benchmark.model_deployment_registry import (
 from helm.benchmark.model_metadata_registry import model_has_tag
 from helm.benchmark.run_spec import RunSpec
 
-from helm_roboreward.frames import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
-from helm_roboreward.model_registry import preferred_deployments
+from helm_roboreward.frames import FrameOptions
+from helm_roboreward.model_registry import preferred_deployment
 
 FRAMES = "frames"
 NATIVE = "native"
@@ -108,12 +108,12 @@ def _deployment_of(run_spec: RunSpec) -> Optional[Tuple[str, str]]:
     """``(deployment name, client class)`` of a run spec, or None when HELM cannot resolve it yet.
 
     Without an explicit ``model_deployment``, the package's deployment of the model comes first
-    (:func:`helm_roboreward.model_registry.preferred_deployments`), then HELM's default.
+    (:func:`helm_roboreward.model_registry.preferred_deployment`), then HELM's default.
     """
     adapter = run_spec.adapter_spec
     name: Optional[str] = adapter.model_deployment
     if not name and adapter.model:
-        name = preferred_deployments().get(adapter.model) or get_default_model_deployment_for_model(adapter.model)
+        name = preferred_deployment(adapter.model) or get_default_model_deployment_for_model(adapter.model)
     if not name:
         return None
     try:
@@ -138,12 +138,9 @@ def _named_for_mode(run_name: str, current: str, mode: str, args: Dict[str, Any]
     if f"video={current}" not in parts:  # not a name this package built: only the mode changes
         return run_name.replace(f"video={current}", f"video={mode}", 1)
     video = parts.index(f"video={current}")
-    options = [] if mode == NATIVE else FrameOptions(
-        frames_per_second=float(args.get("frames_per_second", OFFICIAL_FRAMES_PER_SECOND)),
-        include_last_frame=bool(args.get("include_last_frame", False)),
-        max_frames=int(args.get("max_frames", 0)),
-        max_side=int(args.get("max_side", 0)),
-    ).run_name_options()
+    # The run spec stores the frame options under FrameOptions' own field names.
+    frame_args = {field.name: args[field.name] for field in dataclasses.fields(FrameOptions) if field.name in args}
+    options = [] if mode == NATIVE else FrameOptions(**frame_args).run_name_options()
     parts[video:video + 1] = [f"video={mode}", *options]
     return f"{prefix}:{','.join(parts)}"
 

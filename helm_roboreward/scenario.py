@@ -31,8 +31,8 @@ from helm.common.media_object import MediaObject, MultimediaObject
 from helm_roboreward.benchmark import DATASET_REVISION, DATASET_URL, PAPER_URL, PROMPT_VERSION
 from helm_roboreward.data_source import resolve_data_source
 from helm_roboreward.dataset import DataError, Rollout, load_rollouts
-from helm_roboreward.extraction import write_atomically
 from helm_roboreward.frames import FrameOptions
+from helm_roboreward.media_store import write_atomically
 from helm_roboreward.preparation import PreparedMedia, failures_by_row, prepare_media
 from helm_roboreward.prompt import build_prompt
 from helm_roboreward.routing import FRAMES, NATIVE, VIDEO_MODES

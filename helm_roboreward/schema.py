@@ -39,6 +39,16 @@ _KIND_DESCRIPTIONS = {
 }
 
 
+FAILURE_MODE_METRICS = ("invalid_output", "false_success", "missed_success", "signed_error", "exact_match",
+                        "failed_request")
+"""The failure-mode stats, in table order (HELM's per-subset table and the summarizer's leaderboard table)."""
+
+
+def metric_definitions() -> Dict[str, Dict[str, Any]]:
+    """``stat name -> schema metric fields`` (display_name, description, lower_is_better when set)."""
+    return {metric["name"]: metric for metric in _metrics()}
+
+
 def _metric(name: str, display: str, description: str, lower_is_better: Any = None) -> Dict[str, Any]:
     field: Dict[str, Any] = {"name": name, "display_name": display, "description": description}
     if lower_is_better is not None:
@@ -93,9 +103,7 @@ def _group_of_metrics(name: str, display: str, metrics: Sequence[str], **extra: 
 def _metric_groups() -> List[Dict[str, Any]]:
     return [
         _group_of_metrics("accuracy", "MAE (lower is better)", ["${main_name}"], aggregation_strategies=["mean"]),
-        _group_of_metrics("failure_modes", "Failure modes",
-                          ["invalid_output", "false_success", "missed_success", "signed_error", "exact_match",
-                           "failed_request"], hide_win_rates=True),
+        _group_of_metrics("failure_modes", "Failure modes", list(FAILURE_MODE_METRICS), hide_win_rates=True),
         _group_of_metrics("scores", "Scores", ["predicted_score", "gold_score"], hide_win_rates=True),
         _group_of_metrics("kind_breakdown", "MAE by augmentation kind",
                           [KIND_MAE_PREFIX + kind for kind in KINDS], hide_win_rates=True),

@@ -36,19 +36,18 @@ from helm.benchmark.presentation.table import Cell, HeaderCell, Table
 from helm_roboreward.benchmark import subset_info
 from helm_roboreward.dataset import KINDS
 from helm_roboreward.metrics import KIND_MAE_PREFIX
+from helm_roboreward.schema import FAILURE_MODE_METRICS, metric_definitions
 
 LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample")
 MEAN_HEADER = "Mean score"
 MEAN_DISPLAY = "Mean MAE (macro)"
 
-# (stat, column title, description, lower_is_better) for the failure-mode table.
-FAILURE_COLUMNS: Tuple[Tuple[str, str, str, Optional[bool]], ...] = (
-    ("invalid_output", "Invalid output", "Share of answers with no parseable score.", True),
-    ("false_success", "False success", "Share of rollouts labelled below 5 that got a 5.", True),
-    ("missed_success", "Missed success", "Share of rollouts labelled 5 that did not get a 5.", True),
-    ("signed_error", "Bias", "Mean predicted minus label over parsed answers (positive: over-rewarding).", None),
-    ("exact_match", "Exact match", "Share of answers equal to the label.", False),
-    ("failed_request", "Failed requests", "Share of requests with no completion (left out of the MAE).", True),
+# (stat, column title, description, lower_is_better) for the failure-mode table, as the schema defines them.
+_DEFINITIONS = metric_definitions()
+FAILURE_COLUMNS: Tuple[Tuple[str, str, str, Optional[bool]], ...] = tuple(
+    (name, _DEFINITIONS[name]["display_name"], _DEFINITIONS[name]["description"],
+     _DEFINITIONS[name].get("lower_is_better"))
+    for name in FAILURE_MODE_METRICS
 )
 COST_COLUMNS: Tuple[Tuple[str, str, str], ...] = (
     ("num_frames", "Frames / instance", "JPEG frames sent per instance (0 for native video)."),
