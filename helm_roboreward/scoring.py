@@ -1,12 +1,18 @@
-"""Parsing a completion into a progress score and the per-instance error terms (PROTOCOL section 6).
+"""Parsing a completion into a progress score and the per-instance error terms (docs/protocol.md, section 6).
 
 Pure functions, no I/O. The official rule:
 
-1. Search the completion, case-insensitively, for ``answer`` followed by optional spaces, a colon,
-   optional spaces and a number (optional minus sign, optional decimal part). The first match wins.
+1. Search the stripped completion, case-insensitively, for the WORD ``answer`` (word boundaries on
+   both sides: ``final_answer: 3``, ``reanswer: 3`` and ``answers: 3`` do not match) followed by
+   optional spaces, a colon, optional spaces and a number (optional minus sign, optional decimal
+   part). The first match wins.
 2. Otherwise, if the stripped completion starts with such a number followed by a word boundary,
    use it.
-3. Otherwise the completion is unparseable.
+3. Otherwise (an empty completion included) the completion is unparseable.
+
+These are the two regular expressions of the official metric (HELM branch ``rob``,
+``RoboRewardBenchProgressPredictionMetric.extract_answer``), used verbatim; ``docs/protocol.md``
+section 6 has the details.
 
 No clamping: ``ANSWER: 0`` scores 0 and ``ANSWER: 3.5`` scores 3.5. An unparseable completion
 costs the maximum error (4.0 absolute, 16.0 squared).
@@ -22,13 +28,13 @@ from helm_roboreward.benchmark import MAX_SCORE, MIN_SCORE
 UNPARSEABLE_ABS_ERROR = float(MAX_SCORE - MIN_SCORE)
 """Absolute error charged for an unparseable completion (the widest possible miss, 4.0)."""
 
-# Python's \d: any Unicode decimal digit counts ("ANSWER: ٤" -> 4); PROTOCOL does not restrict digits to ASCII.
+# Python's \d: any Unicode decimal digit counts ("ANSWER: ٤" -> 4); as in the official regex (float() reads every one of them).
 _NUMBER = r"-?\d+(?:\.\d+)?"
 MAX_PARSED_MAGNITUDE = 1e75
 """Larger numbers are unparseable: HELM squares the squared error for its variance, which would overflow."""
 
-_ANSWER_PATTERN = re.compile(r"answer\s*:\s*(" + _NUMBER + r")", re.IGNORECASE)
-_LEADING_NUMBER_PATTERN = re.compile(r"(" + _NUMBER + r")\b")
+_ANSWER_PATTERN = re.compile(r"(?i)\banswer\b\s*:\s*(" + _NUMBER + r")")
+_LEADING_NUMBER_PATTERN = re.compile(r"^\s*(" + _NUMBER + r")\b")
 
 
 def parse_progress_score(completion: str) -> Optional[float]:
@@ -40,9 +46,10 @@ def parse_progress_score(completion: str) -> Optional[float]:
     Returns:
         The score as a float (not clamped to 1..5), or None when the completion is unparseable.
     """
-    match = _ANSWER_PATTERN.search(completion)
-    if match is None:
-        match = _LEADING_NUMBER_PATTERN.match(completion.strip())
+    if not completion:
+        return None
+    text = completion.strip()
+    match = _ANSWER_PATTERN.search(text) or _LEADING_NUMBER_PATTERN.search(text)
     if match is None:
         return None
     value = float(match.group(1))

@@ -3,8 +3,8 @@
 PROTOCOL section 6, as implemented by :func:`reference_parse` below (a hand-written scanner, no regular
 expression, nothing imported from the package):
 
-1. Search the completion, case-insensitively, for the word ``answer`` followed by optional spaces, a colon,
-   optional spaces and a number (optional minus sign, digits, optional decimal part). The FIRST match wins.
+1. Search the completion, case-insensitively, for the word ``answer`` (a word boundary on both sides: no word
+   character just before or just after it) followed by optional spaces, a colon, optional spaces and a number (optional minus sign, digits, optional decimal part). The FIRST match wins.
 2. Otherwise, if the stripped completion starts with such a number followed by a word boundary, use it.
 3. Otherwise the completion is unparseable.
 
@@ -94,6 +94,8 @@ def reference_parse(completion: str) -> Optional[float]:
         if not all(_letter_matches(completion[start + k], word[k]) for k in range(len(word))):
             continue
         index = start + len(word)
+        if (start > 0 and _is_word(completion[start - 1])) or (index < len(completion) and _is_word(completion[index])):
+            continue  # "final_answer", "reanswer", "answers": not the word answer
         while index < len(completion) and completion[index].isspace():
             index += 1
         if index >= len(completion) or completion[index] != ":":
@@ -168,7 +170,8 @@ def fuzz(strategy: st.SearchStrategy, name: str, examples: int) -> Callable[[], 
 # --------------------------------------------------------------------------------------------- strategies
 
 ANSWER_WORDS = ["answer", "ANSWER", "Answer", "aNsWeR", "anſwer", "ANſWER", "answers", "Final answer",
-                "reanswer", "ANSWER", "answ er", "ANSWE R"]
+                "reanswer", "ANSWER", "answ er", "ANSWE R", "final_answer", "Final_Answer", "answer_", "answer2", "2answer",
+                "ANSWERS", "xanswer", "ánswer", "answerä"]
 SEPARATORS = [":", ": ", " : ", ":\n", "\n:\n", ":\t", ":\u00a0", "\u2003:\u3000", "：", " - ", " ", "=", "::",
               ": **", "** :", ":*", ": `", ": #"]
 ODD_TOKENS = ["**", "__", "`", "```", "#", "- ", "* ", "> ", "\n", "\n\n", " ", "\t", "\u00a0", "\u200b", "\ufeff",
@@ -247,6 +250,12 @@ CORPUS = {
     "zero answer": ("ANSWER: 0", 0.0),
     "newline after the colon": ("Answer:\n5", 5.0),
     "space before the colon": ("answer : 2", 2.0),
+    "underscore before answer": ("final_answer: 3", None),
+    "letters glued to answer": ("reanswer: 3", None),
+    "plural answers": ("Answers: 3", None),
+    "underscore label then answer": ("final_answer: 3\nANSWER: 4", 4.0),
+    "answer after punctuation": ("(answer: 3)", 3.0),
+    "markdown answer heading": ("## Answer: 3", 3.0),
 }
 
 
