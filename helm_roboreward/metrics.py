@@ -7,9 +7,13 @@ for rows labelled 5, so their run-level means are the rates over those rows; plu
 named ``mae_subset_<id>``, ``mae_robot_<robot>`` and ``mae_kind_<kind>`` that only the matching
 instances carry, so their run-level mean is that group's MAE.
 
-Failed requests (the client returned an error after retries): the official rule leaves them out
-of every mean (``failed=skip``, default); ``failed=max_error`` charges them the maximum error
-instead. Either way ``failed_request`` counts them, so they are never hidden.
+Failed requests (the client returned a non-fatal error after retries): the official run charged
+them the maximum error, because HELM's executor turns such a failure into one empty completion and
+the official metric scores "" as unparseable (``failed=max_error``, default; docs/protocol.md,
+section 7). They are charged 4.0 in ``abs_error`` but counted in ``failed_request``, never in
+``invalid_output``: a model's bad answer and a request that never got one stay apart.
+``failed=skip`` (a named departure) leaves them out of every mean instead. Either way
+``failed_request`` counts them, so they are never hidden.
 
 Run level: ``macro_mae`` is the unweighted mean of the per-subset MAEs (the official overall
 number when a run covers several subsets) and ``num_subsets`` how many subsets it averages.
@@ -30,9 +34,12 @@ from helm.common.hierarchical_logger import hwarn
 from helm_roboreward.benchmark import MAX_SCORE, robot_slug
 from helm_roboreward.scoring import ScoredPrediction, maximum_error_score, score_prediction
 
-SKIP_FAILED = "skip"
 MAX_ERROR_FAILED = "max_error"
-FAILED_POLICIES = (SKIP_FAILED, MAX_ERROR_FAILED)
+"""Official: a failed request is charged the maximum error (4.0), as the official run did."""
+SKIP_FAILED = "skip"
+"""Departure: failed requests leave every mean."""
+FAILED_POLICIES = (MAX_ERROR_FAILED, SKIP_FAILED)
+DEFAULT_FAILED_POLICY = MAX_ERROR_FAILED
 
 SUBSET_MAE_PREFIX = "mae_subset_"
 ROBOT_MAE_PREFIX = "mae_robot_"
@@ -59,20 +66,26 @@ def completion_text(request_state: RequestState) -> Optional[str]:
     return result.completions[0].text
 
 
-def instance_stats(scored: ScoredPrediction, extra: Dict[str, object]) -> List[Stat]:
-    """The per-instance stats of one answered (or max-error charged) request."""
+def instance_stats(scored: ScoredPrediction, extra: Dict[str, object], answered: bool = True) -> List[Stat]:
+    """The per-instance stats of one answered (or, ``answered=False``, failed and max-error charged) request.
+
+    A failed request gets the official error terms (abs_error 4, squared_error 16, exact_match 0) and the
+    breakdowns of abs_error, but none of the stats about a model's answer (invalid output, false and missed
+    success): it had none.
+    """
     stats = [
         Stat(MetricName("abs_error")).add(scored.abs_error),
         Stat(MetricName("squared_error")).add(scored.squared_error),
         Stat(MetricName("exact_match")).add(scored.exact_match),
-        Stat(MetricName("invalid_output")).add(scored.invalid_output),
         Stat(MetricName("gold_score")).add(scored.gold),
     ]
-    # Rates over the rows they are about, so a run's mean is the rate itself (not diluted by the other rows).
-    if scored.gold < MAX_SCORE:
-        stats.append(Stat(MetricName("false_success")).add(scored.false_success))
-    else:
-        stats.append(Stat(MetricName("missed_success")).add(scored.missed_success))
+    if answered:
+        stats.append(Stat(MetricName("invalid_output")).add(scored.invalid_output))
+        # Rates over the rows they are about, so a run's mean is the rate itself (not diluted by the other rows).
+        if scored.gold < MAX_SCORE:
+            stats.append(Stat(MetricName("false_success")).add(scored.false_success))
+        else:
+            stats.append(Stat(MetricName("missed_success")).add(scored.missed_success))
     if scored.predicted is not None:
         stats.append(Stat(MetricName("predicted_score")).add(scored.predicted))
     if scored.signed_error is not None:
@@ -113,8 +126,8 @@ def usage_stats(request_state: RequestState) -> List[Stat]:
 class RoboRewardMetric(Metric):
     """Absolute error of the parsed progress score, with breakdowns and the macro MAE over subsets."""
 
-    def __init__(self, failed: str = SKIP_FAILED) -> None:
-        """Args: failed: ``skip`` (official: failed requests leave the means) or ``max_error``."""
+    def __init__(self, failed: str = DEFAULT_FAILED_POLICY) -> None:
+        """Args: failed: ``max_error`` (official: a failed request costs 4.0) or ``skip`` (left out of the means)."""
         if failed not in FAILED_POLICIES:
             raise ValueError(f"failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
         self.failed = failed
@@ -135,9 +148,9 @@ class RoboRewardMetric(Metric):
         stats += usage_stats(request_state)
         if text is None and self.failed == SKIP_FAILED:
             return stats
-        # failed=max_error charges a failed request the worst possible answer (not an invalid output: none came).
+        # A failed request costs the worst possible answer (official), but it is not an invalid output: none came.
         scored = maximum_error_score(gold, invalid_output=False) if text is None else score_prediction(text, gold)
-        return stats + instance_stats(scored, extra)
+        return stats + instance_stats(scored, extra, answered=text is not None)
 
     def derive_per_instance_stats(self, per_instance_stats: Dict[Instance, List[Stat]]) -> List[Stat]:
         """The macro MAE: the unweighted mean of the per-subset MAEs of the instances that have an error."""
@@ -176,5 +189,6 @@ class RoboRewardMetric(Metric):
             MetricMetadata("macro_mae", "Macro MAE", None, "Unweighted mean of the per-subset MAEs.", True),
             MetricMetadata("exact_match", "Exact match", None, "Share of exactly right scores.", False),
             MetricMetadata("invalid_output", "Invalid output", None, "Share of unparseable answers.", True),
-            MetricMetadata("failed_request", "Failed requests", None, "Share of requests with no completion.", True),
+            MetricMetadata("failed_request", "Failed requests", None,
+                           "Share of requests with no completion (charged error 4 by the official rule).", True),
         ]

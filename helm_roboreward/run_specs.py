@@ -1,8 +1,10 @@
 """The ``roboreward`` run spec and the model-aware video routing hooked into HELM's model expander.
 
 Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,video=<auto|frames|native>,
-fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,failed=<skip|max_error>,jobs=<int>,model=<...>``.
-Every argument but ``jobs`` (which changes no result) appears in the run name when it is not the default.
+fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,layout=<official|one_message>,
+decoding=<official|greedy>,failed=<max_error|skip>,jobs=<int>,model=<...>``.
+Every argument but ``jobs`` (which changes no result) appears in the run name when it is not the default and
+changes what runs (frame options for frames only; ``layout``/``decoding`` where the deployment serves them).
 """
 
 import hashlib
@@ -18,7 +20,8 @@ from helm.benchmark.scenarios.scenario import ScenarioSpec
 
 from helm_roboreward.benchmark import ALL_KNOWN_SUBSETS, DATASET_REVISION, SAMPLE_SUBSET_IDS
 from helm_roboreward.frames import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
-from helm_roboreward.metrics import FAILED_POLICIES, SKIP_FAILED
+from helm_roboreward.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES
+from helm_roboreward.model_registry import DECODINGS, LAYOUTS, OFFICIAL
 from helm_roboreward.routing import AUTO, SCENARIO_CLASS, VIDEO_MODES, resolve_video_routing
 
 RUN_SPEC_NAME = "roboreward"
@@ -83,7 +86,9 @@ def get_roboreward_spec(
     last_frame: Union[int, str] = 0,
     max_frames: int = 0,
     max_side: int = 0,
-    failed: str = SKIP_FAILED,
+    layout: str = OFFICIAL,
+    decoding: str = OFFICIAL,
+    failed: str = DEFAULT_FAILED_POLICY,
     jobs: int = 0,
 ) -> RunSpec:
     """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
@@ -92,6 +97,13 @@ def get_roboreward_spec(
         raise ValueError(f"roboreward: video={video!r} is not one of {', '.join(VIDEO_MODES)}")
     if failed not in FAILED_POLICIES:
         raise ValueError(f"roboreward: failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
+    layout, decoding = str(layout), str(decoding)
+    if layout not in LAYOUTS:
+        raise ValueError(f"roboreward: layout={layout!r} is not one of {', '.join(LAYOUTS)} (official: the "
+                         "message layout of each model's official client)")
+    if decoding not in DECODINGS:
+        raise ValueError(f"roboreward: decoding={decoding!r} is not one of {', '.join(DECODINGS)} (official: "
+                         "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the rest)")
     if data != "hf" and revision != DATASET_REVISION:
         raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
     _check_subset(subset, data)
@@ -114,6 +126,8 @@ def get_roboreward_spec(
         "include_last_frame": options.include_last_frame,
         "max_frames": options.max_frames,
         "max_side": options.max_side,
+        "layout": layout,
+        "decoding": decoding,
         "jobs": _number("jobs", jobs, int),
     }
     return RunSpec(
@@ -133,7 +147,7 @@ def _run_name(subset: str, data: str, revision: str, video: str, options: FrameO
         parts.append(f"revision={revision}")
     parts.append(f"video={video}")
     parts += options.run_name_options()
-    if failed != SKIP_FAILED:
+    if failed != DEFAULT_FAILED_POLICY:
         parts.append(f"failed={failed}")
     return f"{RUN_SPEC_NAME}:{','.join(parts)}"
 
@@ -161,7 +175,7 @@ def _adapter_spec() -> AdapterSpec:
     )
 
 
-def metric_specs(failed: str = SKIP_FAILED) -> List[MetricSpec]:
+def metric_specs(failed: str = DEFAULT_FAILED_POLICY) -> List[MetricSpec]:
     """The RoboReward metric plus HELM's instance counter."""
     return [
         MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args={"failed": failed}),

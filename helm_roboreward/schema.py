@@ -76,7 +76,8 @@ def _metrics() -> List[Dict[str, Any]]:
                 "the answer could not be parsed)."),
         _metric("gold_score", "Gold score", "The human-verified label (mean over answered rows)."),
         _metric("failed_request", "Failed requests", "Share of requests that returned no completion after "
-                "retries (left out of the MAE by the official rule).", True),
+                "retries; by the official rule each costs error 4 in the MAE (failed=skip leaves them out), but "
+                "never counts as an invalid output.", True),
         _metric("num_instances", "# eval", "Number of evaluation instances."),
         _metric("eval_coverage", "Rows evaluated", "Share of the run's rows evaluated; below 1 helm-run's -m "
                 "sampled them at random and the MAEs are not the official numbers."),

@@ -471,7 +471,7 @@ OPTION_CASES = [
     OptionCase("option-unknown-video", f"roboreward:data=sample,video=hybrid,{CONSTANT}",
                ("video='hybrid' is not one of frames, native, auto",)),
     OptionCase("option-unknown-failed-policy", f"roboreward:data=sample,failed=ignore,{CONSTANT}",
-               ("failed='ignore' is not one of skip, max_error",)),
+               ("failed='ignore' is not one of max_error, skip",)),
     OptionCase("option-revision-with-sample", f"roboreward:data=sample,revision=abc123,{CONSTANT}",
                ("revision= applies to data=hf only; drop it for data=sample",)),
     OptionCase("option-native-video-on-frames-only-client",
@@ -547,8 +547,9 @@ def test_helm_run_bad_option(case: OptionCase, option_runs: Dict[str, HelmOutcom
 
 UNPARSEABLE = "The gripper closes on the block and lifts it; the final state is close to the goal."
 PERMANENT_ERROR = "the video is longer than this model's context"
-MODEL = "teetone/roboreward-8b"
-MODEL_RUN = "roboreward:subset=all,data=sample,video=native,model=teetone_roboreward-8b"
+MODEL = "teetone/roboreward-8b,model_deployment=vllm/roboreward-8b"  # the vLLM path, against the loopback fake
+MODEL_RUN = ("roboreward:subset=all,data=sample,video=native,model=teetone_roboreward-8b,"
+             "model_deployment=vllm_roboreward-8b")
 HUGE_ANSWER = "ANSWER: 1" + "0" * 100
 MODEL_CASES = ["model-output-unparseable", "model-output-empty", "model-request-failed", "model-output-huge-number"]
 
@@ -637,7 +638,8 @@ def test_bad_model_output(case_id: str, model_output_runs: Dict[str, ModelOutput
             assert state["result"]["success"] is False
             assert "400" in state["result"]["error"] and PERMANENT_ERROR in state["result"]["error"]
             assert stats["failed_request"] == 1
-            assert "abs_error" not in stats and "invalid_output" not in stats  # left out, not charged (failed=skip)
+            assert (stats["abs_error"], stats["squared_error"], stats["exact_match"]) == (4, 16, 0)  # official charge
+            assert "invalid_output" not in stats  # a failed request is not an invalid output
         else:
             expected_text = UNPARSEABLE if case_id == "model-output-unparseable" else ""
             assert state["result"]["success"] is True
@@ -648,15 +650,14 @@ def test_bad_model_output(case_id: str, model_output_runs: Dict[str, ModelOutput
     # Kept: every other instance is scored as usual, and the run-level means follow.
     failed_task = run.task_of_case["model-request-failed"]
     invalid_tasks = {run.task_of_case["model-output-unparseable"], run.task_of_case["model-output-empty"]}
-    errors = [4.0 if run.task_of(s) in invalid_tasks else abs(3 - gold(s))
-              for s in run.states if run.task_of(s) != failed_task]
+    errors = [4.0 if run.task_of(s) in invalid_tasks | {failed_task} else abs(3 - gold(s)) for s in run.states]
     stats = run_stats(run.run_dir)
     assert stats["num_instances"] == len(run.states) == len(sample_rows())
-    assert stats["abs_error"] == pytest.approx(sum(errors) / len(errors), abs=1e-12)
-    failed = len(run.states) - len(errors)
+    assert stats["abs_error"] == pytest.approx(sum(errors) / len(errors), abs=1e-12)  # failed ones charged 4
+    failed = sum(1 for s in run.states if run.task_of(s) == failed_task)
     assert stats["failed_request"] == pytest.approx(failed / len(run.states), abs=1e-12)
     invalid = sum(1 for s in run.states if run.task_of(s) in invalid_tasks)
-    assert stats["invalid_output"] == pytest.approx(invalid / len(errors), abs=1e-12)
+    assert stats["invalid_output"] == pytest.approx(invalid / (len(run.states) - failed), abs=1e-12)
 
 
 def test_bad_model_output_huge_number(model_output_runs: Dict[str, ModelOutputRun]) -> None:

@@ -1,11 +1,11 @@
-"""Failed requests end to end: helm-run, stats.json and `roboreward report`, with failed=skip and failed=max_error.
+"""Failed requests end to end: helm-run, stats.json and `roboreward report`, official (charged 4) and failed=skip.
 
 tests/test_model_families.py already checks, on one subset, that two 503s are retried and a permanent 400 is
-left out of the MAE in stats.json. This file adds what it does not cover: per request, some rows fail for good
+counted in stats.json. This file adds what it does not cover: per request, some rows fail for good
 (HTTP 400) and others once (HTTP 503, then answered: a transient error the ``openai`` package retries); the
 run completes; the permanent failures are ``failed_request`` in stats.json and in ``roboreward report``'s
-failure-mode table and are left out of ``abs_error`` (official ``failed=skip``), or charged 4.0 each with
-``failed=max_error`` in the run entry; the report's macro MAE is the run's.
+failure-mode table and are charged 4.0 each in ``abs_error`` (official, ``failed=max_error``), or left out
+with ``failed=skip`` in the run entry; the report's macro MAE is the run's.
 
 Two helm-runs (one per policy, each with its own fake and request cache) run at once over the whole sample.
 Which rows fail is derived from the sample's tasks at test time.
@@ -40,15 +40,15 @@ from tests.helm_harness import (
     sha256,
 )
 
-MODEL = "teetone/roboreward-8b"
+MODEL = "teetone/roboreward-8b,model_deployment=vllm/roboreward-8b"  # the vLLM path, against the loopback fake
 DISPLAY_NAME = "RoboReward 8B"
 PERMANENT = "video exceeds the maximum context length"
-POLICIES = {"skip": "", "max_error": ",failed=max_error"}
+POLICIES = {"max_error": "", "skip": ",failed=skip"}
 
 
 def run_name(policy: str) -> str:
-    return ("roboreward:subset=all,data=sample,video=native" + (",failed=max_error" if policy == "max_error" else "")
-            + ",model=teetone_roboreward-8b")
+    return ("roboreward:subset=all,data=sample,video=native" + POLICIES[policy]
+            + ",model=teetone_roboreward-8b,model_deployment=vllm_roboreward-8b")
 
 
 def task_of(prompt: str) -> str:
@@ -204,7 +204,8 @@ def test_permanent_failures_in_stats(runs: Dict[str, PolicyRun], policy: str) ->
             if policy == "skip":
                 assert "abs_error" not in stats, "a failed request must be left out of the MAE"
                 continue
-            assert (stats["abs_error"], stats["squared_error"], stats["invalid_output"]) == (4, 16, 0)
+            assert (stats["abs_error"], stats["squared_error"]) == (4, 16)
+            assert "invalid_output" not in stats  # charged, but not an invalid output: no answer came
             errors[subset].append(4.0)
         else:
             errors[subset].append(abs(score_for(prompt_of(state)) - gold_of(state)))

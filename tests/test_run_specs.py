@@ -86,13 +86,15 @@ def test_defaults_without_a_model() -> None:
         "include_last_frame": False,
         "max_frames": 0,
         "max_side": 0,
+        "layout": "official",
+        "decoding": "official",
         "jobs": 0,
     }
     assert [m.class_name for m in spec.metric_specs] == [
         "helm_roboreward.metrics.RoboRewardMetric",
         "helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric",
     ]
-    assert spec.metric_specs[0].args == {"failed": "skip"}
+    assert spec.metric_specs[0].args == {"failed": "max_error"}
 
 
 def test_adapter_spec_is_the_official_generation_setting() -> None:
@@ -182,23 +184,23 @@ def test_adapter_spec_survives_helm_model_adjustments(model: str) -> None:
 
 def test_non_default_arguments_appear_in_the_run_name_except_jobs() -> None:
     spec = expand_one(
-        "roboreward:subset=bridge,fps=0.5,last_frame=1,max_frames=8,max_side=448,failed=max_error,jobs=4,"
+        "roboreward:subset=bridge,fps=0.5,last_frame=1,max_frames=8,max_side=448,failed=skip,jobs=4,"
         f"model={CONSTANT}"
     )
     assert spec.name == (
-        "roboreward:subset=bridge,video=frames,fps=0.5,last_frame=1,max_frames=8,max_side=448,failed=max_error,"
+        "roboreward:subset=bridge,video=frames,fps=0.5,last_frame=1,max_frames=8,max_side=448,failed=skip,"
         "model=baseline_constant-3"
     )
     args = spec.scenario_spec.args
     assert (args["frames_per_second"], args["include_last_frame"], args["max_frames"], args["max_side"]) == (
         0.5, True, 8, 448)
     assert args["jobs"] == 4
-    assert spec.metric_specs[0].args == {"failed": "max_error"}
+    assert spec.metric_specs[0].args == {"failed": "skip"}
 
 
 def test_default_arguments_given_explicitly_leave_the_name_unchanged() -> None:
     spec = expand_one(
-        "roboreward:subset=bridge,data=hf,revision=main,fps=1,last_frame=0,max_frames=0,max_side=0,failed=skip,"
+        "roboreward:subset=bridge,data=hf,revision=main,fps=1,last_frame=0,max_frames=0,max_side=0,failed=max_error,"
         f"jobs=2,model={CONSTANT}"
     )
     assert spec.name == "roboreward:subset=bridge,video=frames,model=baseline_constant-3"
@@ -284,8 +286,8 @@ def test_explicit_video_modes() -> None:
 def test_frame_options_leave_the_name_of_a_native_video_run() -> None:
     """They shape frames only: a model given the mp4 runs the same with or without them."""
     options = "fps=2,last_frame=1,max_frames=8,max_side=448"
-    native = expand_one(f"roboreward:subset=bridge,{options},failed=max_error,model={GEMINI_ER}")
-    assert native.name == ("roboreward:subset=bridge,video=native,failed=max_error,"
+    native = expand_one(f"roboreward:subset=bridge,{options},failed=skip,model={GEMINI_ER}")
+    assert native.name == ("roboreward:subset=bridge,video=native,failed=skip,"
                            "model=google_gemini-robotics-er-1.5-preview")
     frames = expand_one(f"roboreward:subset=bridge,{options},model={CONSTANT}")
     assert frames.name == f"roboreward:subset=bridge,video=frames,{options},model=baseline_constant-3"
@@ -410,7 +412,7 @@ def test_auto_with_a_deployment_override_that_cannot_send_video_gives_frames() -
     "arguments, message",
     [
         ("subset=bridge,video=hybrid", r"video='hybrid' is not one of frames, native, auto"),
-        ("subset=bridge,failed=ignore", r"failed='ignore' is not one of skip, max_error"),
+        ("subset=bridge,failed=ignore", r"failed='ignore' is not one of max_error, skip"),
         ("subset=bridge,fps=0", r"fps must be a positive number"),
         ("subset=bridge,fps=-2", r"fps must be a positive number"),
         ("subset=bridge,fps=abc", r"fps='abc' is not a valid float"),

@@ -40,7 +40,7 @@ class InstanceRow:
     """Parsed score; None when unparseable or when the request failed."""
 
     abs_error: Optional[float]
-    """None when the request failed and the run left it out (``failed=skip``, official)."""
+    """None when the request failed and the run left it out (``failed=skip``; officially it costs 4.0)."""
 
     invalid_output: bool
     failed_request: bool

@@ -141,7 +141,8 @@ def _failures(data: ReportData) -> List[str]:
                      _rate(f.missed_successes, f.answered_gold_max), _number(f.signed_bias, 2)])
     return ["", "## Failure modes", "",
             "Over all rows of each model (instance-weighted). Failed requests (no completion) are counted over all "
-            "rows and left out of the other columns. Invalid output, exact match: over answered rows. False "
+            "rows; they are charged error 4 in the MAE (official) unless the run used `failed=skip`, and are left "
+            "out of the other columns here. Invalid output, exact match: over answered rows. False "
             "success (predicted 5, gold < 5): over answered rows with gold < 5. Missed success (gold 5, not "
             "predicted 5; invalid counts): over answered rows with gold 5. Signed bias: mean predicted - gold over "
             "parsed answers (positive = over-rewarding).", ""] + _table(
@@ -177,8 +178,8 @@ def _method(data: ReportData) -> List[str]:
                     f"- Too small to separate models: fewer than {settings.min_clusters} clusters (too few for a "
                     f"bootstrap to be trusted), or a CI half-width above {settings.max_half_width:g} for some model "
                     "(the interval spans more than most gaps between neighbouring leaderboard models).",
-                    "- Failed requests under `failed=skip` (official) have no error and leave every mean; under "
-                    "`failed=max_error` they count as error 4."]
+                    "- Failed requests count as error 4 by the official rule (HELM's executor turns them into an "
+                    "empty answer); runs with `failed=skip` leave them out of every mean."]
 
 
 def render_markdown(data: ReportData) -> str:
