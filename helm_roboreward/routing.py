@@ -28,7 +28,16 @@ from helm.benchmark.model_metadata_registry import model_has_tag
 from helm.benchmark.run_spec import RunSpec
 
 from helm_roboreward.frames import FrameOptions
-from helm_roboreward.model_registry import preferred_deployment
+from helm_roboreward.model_registry import (
+    DECODING_OPTION,
+    LAYOUT_OPTION,
+    OFFICIAL,
+    TRANSFORMERS_CLIENT,
+    VARIANTS,
+    preferred_deployment,
+    variant_of,
+    variants_served,
+)
 
 FRAMES = "frames"
 NATIVE = "native"
@@ -53,6 +62,7 @@ VIDEO_CLIENT_CLASSES: Tuple[str, ...] = (
     "helm.clients.vertexai_client.VertexAIChatClient",
     "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient",
     "helm_roboreward.clients.openai_video_client.OpenAIVideoClient",
+    TRANSFORMERS_CLIENT,
     "helm_roboreward.clients.baselines.ConstantScoreClient",
     "helm_roboreward.clients.baselines.RandomScoreClient",
 )
@@ -104,59 +114,84 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
     return NATIVE if model_takes_video(model) and client_sends_video(client_class) else FRAMES
 
 
-def _deployment_of(run_spec: RunSpec) -> Optional[Tuple[str, str]]:
-    """``(deployment name, client class)`` of a run spec, or None when HELM cannot resolve it yet.
+def _deployment_of(run_spec: RunSpec) -> Optional[str]:
+    """The deployment a run spec names, or the one it would get: the package's, then HELM's default.
 
-    Without an explicit ``model_deployment``, the package's deployment of the model comes first
-    (:func:`helm_roboreward.model_registry.preferred_deployment`), then HELM's default.
+    None when HELM cannot resolve it yet (an unknown model is left for HELM to report).
     """
     adapter = run_spec.adapter_spec
     name: Optional[str] = adapter.model_deployment
     if not name and adapter.model:
         name = preferred_deployment(adapter.model) or get_default_model_deployment_for_model(adapter.model)
-    if not name:
-        return None
+    return name or None
+
+
+def _client_class(deployment: str) -> Optional[str]:
     try:
-        deployment = get_model_deployment(name)
+        return get_model_deployment(deployment).client_spec.class_name
     except ModelDeploymentNotFoundError:
         return None
-    return name, deployment.client_spec.class_name
+
+
+def apply_variants(deployment: str, args: Dict[str, Any]) -> str:
+    """The deployment serving the departures the run entry asks for (``layout=``, ``decoding=``).
+
+    A departure that does not apply to the deployment's client (``layout=one_message`` for a model whose
+    client already sends one message, ``decoding=greedy`` for a model that decodes greedily anyway) changes
+    nothing, and the run name does not show it.
+    """
+    for variant in VARIANTS:
+        value = str(args.get(variant.option, OFFICIAL))
+        if value == OFFICIAL:
+            continue
+        served = variant_of(deployment, variant.option, value)
+        if served is not None:
+            deployment = served
+    return deployment
 
 
 FRAME_OPTION_NAMES = ("fps", "last_frame", "max_frames", "max_side")
 """Run-entry options that shape frames only: they do nothing for a model given the native mp4."""
 
+VARIANT_OPTION_NAMES = (LAYOUT_OPTION, DECODING_OPTION)
+"""Run-entry options served by twin deployments: named only where the deployment serves them."""
 
-def _named_for_mode(run_name: str, current: str, mode: str, args: Dict[str, Any]) -> str:
-    """The run name with ``video=<mode>`` and, for frames only, the non-default frame options after it.
+
+def _named_for_mode(run_name: str, current: str, mode: str, args: Dict[str, Any], deployment: str) -> str:
+    """The run name with ``video=<mode>``, the non-default frame options (frames only) and the departures served.
 
     Rebuilt from the scenario arguments every time, so a later expander switching native back to
-    frames (``model=...,model_deployment=...``) restores the options an earlier pass left out.
+    frames (``model=...,model_deployment=...``) restores the options an earlier pass left out. A departure
+    (``layout=one_message``, ``decoding=greedy``) is named when the deployment used serves it, whether the
+    entry asked for it or named its twin deployment, and only then: the name says what ran.
     """
     prefix, _, rest = run_name.partition(":")
-    parts = [part for part in rest.split(",") if part.split("=", 1)[0] not in FRAME_OPTION_NAMES]
+    dropped = FRAME_OPTION_NAMES + VARIANT_OPTION_NAMES
+    parts = [part for part in rest.split(",") if part.split("=", 1)[0] not in dropped]
     if f"video={current}" not in parts:  # not a name this package built: only the mode changes
         return run_name.replace(f"video={current}", f"video={mode}", 1)
     video = parts.index(f"video={current}")
     # The run spec stores the frame options under FrameOptions' own field names.
     frame_args = {field.name: args[field.name] for field in dataclasses.fields(FrameOptions) if field.name in args}
     options = [] if mode == NATIVE else FrameOptions(**frame_args).run_name_options()
+    options += [f"{variant.option}={variant.value}" for variant in variants_served(deployment)]
     parts[video:video + 1] = [f"video={mode}", *options]
     return f"{prefix}:{','.join(parts)}"
 
 
 def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> RunSpec:
-    """Fix the video mode (and the reasoning token allowance) of a ``roboreward`` run spec for its model.
+    """Fix the deployment, video mode (and reasoning token allowance) of a ``roboreward`` run spec for its model.
 
     Other run specs pass through unchanged. An unknown model is left for HELM to report.
     """
     if run_spec.scenario_spec.class_name != SCENARIO_CLASS:
         return run_spec
-    resolved = _deployment_of(run_spec)
-    if resolved is None:
+    chosen = _deployment_of(run_spec)
+    if chosen is None or _client_class(chosen) is None:
         return run_spec
-    deployment, client_class = resolved
     args = run_spec.scenario_spec.args
+    deployment = apply_variants(chosen, args)
+    client_class = _client_class(deployment) or ""
     current = str(args.get("video", AUTO))
     # The user's request survives resolution, so a later expander (model after model_deployment, or a
     # deployment override after the model) decides again from it rather than from an earlier guess.
@@ -165,9 +200,9 @@ def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> Run
     scenario_spec = dataclasses.replace(
         run_spec.scenario_spec, args={**args, "video": mode, "video_request": requested}
     )
-    name = _named_for_mode(run_spec.name, current, mode, args)
+    name = _named_for_mode(run_spec.name, current, mode, args, deployment)
     adapter_spec = run_spec.adapter_spec
-    if not adapter_spec.model_deployment:
+    if adapter_spec.model_deployment != deployment:
         adapter_spec = dataclasses.replace(adapter_spec, model_deployment=deployment)  # the one routed for
     if apply_token_allowance and needs_reasoning_allowance(adapter_spec.model):
         adapter_spec = dataclasses.replace(adapter_spec, max_tokens=adapter_spec.max_tokens + REASONING_TOKEN_ALLOWANCE)

@@ -67,11 +67,15 @@ class RoboRewardScenario(Scenario):
         jobs: int = 0,
         media_dir: Optional[str] = None,
         video_request: Optional[str] = None,
+        layout: str = "official",
+        decoding: str = "official",
     ) -> None:
         """Args mirror the run entry (see README).
 
         ``video`` is the resolved mode; ``video_request`` what the run entry asked for (``auto``
-        included), kept for provenance; ``media_dir`` overrides where media is stored.
+        included), kept for provenance; ``media_dir`` overrides where media is stored. ``layout`` and
+        ``decoding`` choose the model deployment (routing) and change nothing here; they are accepted so
+        the run spec keeps the user's request.
         """
         super().__init__()
         if video not in (FRAMES, NATIVE):

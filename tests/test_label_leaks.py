@@ -63,7 +63,8 @@ class Model:
 MODELS = [
     Model("frames", "meta/llama-4-scout-17b-16e-instruct", "meta_llama-4-scout-17b-16e-instruct",
           "meta-llama/Llama-4-Scout-17B-16E-Instruct", "frames"),
-    Model("native", "teetone/roboreward-8b", "teetone_roboreward-8b", "teetone/RoboReward-8B", "native"),
+    Model("native", "teetone/roboreward-8b,model_deployment=vllm/roboreward-8b",
+          "teetone_roboreward-8b,model_deployment=vllm_roboreward-8b", "teetone/RoboReward-8B", "native"),
     Model("constant", "baseline/constant-3", "baseline_constant-3", "", "frames"),
     Model("random", "baseline/uniform-random", "baseline_uniform-random", "", "frames"),
 ]

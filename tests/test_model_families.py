@@ -6,17 +6,21 @@ One ``helm-run`` subprocess (no ``--plugins``: the entry point loads the plugin)
 
 | family | deployment | HELM client (library) | API | media |
 |---|---|---|---|---|
-| RoboReward 8B | vllm/roboreward-8b | OpenAIVideoClient (openai) | chat | mp4 |
+| RoboReward 8B | vllm/roboreward-8b (named) | OpenAIVideoClient (openai) | chat | mp4 |
+| RoboReward 4B, decoding=greedy | vllm/roboreward-4b-greedy (twin) | OpenAIVideoClient (openai) | chat | mp4 |
 | Llama 4 Scout | vllm/llama-4-scout-17b-16e-instruct | OpenAIVideoClient (openai) | chat | frames |
 | GPT-5 mini | openai/gpt-5-mini-2025-08-07 (HELM) | OpenAIResponseClient (openai) | responses | frames |
 | GPT-5.5 xhigh | openai/gpt-5.5-xhigh (package) | OpenAIResponseClient (openai) | responses | frames |
 | Claude Sonnet 4.5 | anthropic/claude-sonnet-4-5-20250929 (HELM) | AnthropicMessagesClient | messages | frames |
-| Gemini Robotics-ER 1.6 | google/gemini-robotics-er-1.6-preview-one-message (twin) | OneMessage... | Gemini | mp4 |
-| Gemini 2.5 Flash | google/gemini-2.5-flash-one-message (twin) | OneMessageGoogleGenAIClient | Gemini | mp4 |
+| Gemini Robotics-ER 1.6 | google/gemini-robotics-er-1.6-preview (package) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
+| Gemini 2.5 Flash | google/gemini-2.5-flash (HELM) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
 | Gemini 2.5 Flash-Lite | google/gemini-2.5-flash-lite (HELM, named) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
+| Gemini 2.5 Pro, layout=one_message | google/gemini-2.5-pro-one-message (twin) | OneMessageGoogleGenAIClient | Gemini | mp4 |
 
-The Gemini twins are HELM's client sending the prompt as one user message; naming HELM's deployment
-gives its layout (text and video as two user turns), checked with Flash-Lite.
+Gemini runs on HELM's own client by default (the official layout: text and video as two user turns);
+``layout=one_message`` picks the twin that sends the prompt as one user message. The vLLM deployments of
+the checkpoint-sampling families send no temperature (the server applies the checkpoint's generation config)
+unless ``decoding=greedy`` picks the greedy twin.
 
 The fake answers a score computed from what it received (prompt and video hash, or prompt and
 number of images) plus a decoy "ANSWER: 1" in the separate reasoning, so the tests can check
@@ -95,20 +99,29 @@ class Family:
     """The model name the API request carries."""
     mode: str
     max_tokens: int
+    options: str = ""
+    """Run-entry departures (``layout=one_message``, ``decoding=greedy``): in the entry and in the run name."""
+    temperature: Optional[float] = 0.0
+    """The temperature the API request carries; None: not sent (the checkpoint's generation config applies)."""
 
     @property
     def entry(self) -> str:
-        entry = f"roboreward:subset={SUBSET},data=sample,model={self.model}"
+        entry = f"roboreward:subset={SUBSET},data=sample,{self.options + ',' if self.options else ''}model={self.model}"
         return entry + (f",model_deployment={self.deployment}" if self.deployment else "")
 
     @property
     def run_name(self) -> str:
-        name = f"roboreward:subset={SUBSET},data=sample,video={self.mode},model={self.model.replace('/', '_')}"
+        options = f",{self.options}" if self.options else ""
+        name = (f"roboreward:subset={SUBSET},data=sample,video={self.mode}{options},"
+                f"model={self.model.replace('/', '_')}")
         return name + (f",model_deployment={self.deployment.replace('/', '_')}" if self.deployment else "")
 
 
 FAMILIES = [
-    Family("roboreward-8b", "teetone/roboreward-8b", None, CHAT, "teetone/RoboReward-8B", "native", 5000),
+    Family("roboreward-8b", "teetone/roboreward-8b", "vllm/roboreward-8b", CHAT, "teetone/RoboReward-8B", "native",
+           5000, temperature=None),
+    Family("roboreward-4b-greedy", "teetone/roboreward-4b", "vllm/roboreward-4b", CHAT, "teetone/RoboReward-4B",
+           "native", 5000, options="decoding=greedy"),
     Family("llama-4-scout-vllm", "meta/llama-4-scout-17b-16e-instruct", "vllm/llama-4-scout-17b-16e-instruct",
            CHAT, "meta-llama/Llama-4-Scout-17B-16E-Instruct", "frames", 5000),
     Family("gpt-5-mini", "openai/gpt-5-mini-2025-08-07", None, RESPONSES, "gpt-5-mini-2025-08-07", "frames", 65000),
@@ -120,8 +133,10 @@ FAMILIES = [
     Family("gemini-2.5-flash", "google/gemini-2.5-flash", None, GEMINI, "gemini-2.5-flash", "native", 65000),
     Family("gemini-2.5-flash-lite-helm", "google/gemini-2.5-flash-lite", "google/gemini-2.5-flash-lite", GEMINI,
            "gemini-2.5-flash-lite", "native", 65000),
+    Family("gemini-2.5-pro-one-message", "google/gemini-2.5-pro", None, GEMINI, "gemini-2.5-pro", "native", 65000,
+           options="layout=one_message"),
 ]
-HELM_GEMINI_LAYOUT = {"gemini-2.5-flash-lite-helm"}
+HELM_GEMINI_LAYOUT = {"gemini-robotics-er-1.6", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm"}
 """Families on HELM's own Gemini deployment: text and video as two user turns."""
 FAMILY_IDS = [f.key for f in FAMILIES]
 BY_KEY = {f.key: f for f in FAMILIES}
@@ -252,8 +267,10 @@ def test_generation_settings(families: FamiliesRun, family: Family) -> None:
     for recorded in families.requests_of(family):
         body = recorded.body
         if family.api == CHAT:
-            assert (body["max_tokens"], body["temperature"]) == (family.max_tokens, 0)
-            assert "stop" not in body
+            assert body["max_tokens"] == family.max_tokens
+            assert body.get("temperature") == family.temperature and ("temperature" in body) == (
+                family.temperature is not None)
+            assert not {"top_p", "top_k", "stop"} & set(body)
         elif family.api == RESPONSES:
             assert body["max_output_tokens"] == family.max_tokens
             assert body["store"] is False
@@ -342,15 +359,19 @@ def test_native_video_bytes_are_the_rows_mp4(families: FamiliesRun, family: Fami
     assert sent == expected
 
 
-def test_vllm_native_payload_is_text_then_one_video_url(families: FamiliesRun) -> None:
-    for recorded in families.requests_of(BY_KEY["roboreward-8b"]):
+@pytest.mark.parametrize("key", ["roboreward-8b", "roboreward-4b-greedy"])
+def test_vllm_native_payload_is_text_then_one_video_url(families: FamiliesRun, key: str) -> None:
+    assert families.requests_of(BY_KEY[key])
+    for recorded in families.requests_of(BY_KEY[key]):
         (message,) = recorded.body["messages"]
         assert message["role"] == "user"
         text, video = message["content"]
         assert set(text) == {"type", "text"} and text["type"] == "text"
         assert video["type"] == "video_url" and set(video) == {"type", "video_url"}
         assert video["video_url"]["url"].startswith("data:video/mp4;base64,")
-        assert "mm_processor_kwargs" not in recorded.body and "media_io_kwargs" not in recorded.body
+        assert "mm_processor_kwargs" not in recorded.body
+        # The checkpoint processor's frame rule, sent explicitly (vLLM >= 0.24 qwen3_vl loader keys).
+        assert recorded.body["media_io_kwargs"] == {"video": {"fps": 2, "min_frames": 4, "max_frames": 768}}
 
 
 def test_vllm_usage_becomes_prompt_token_stats(families: FamiliesRun) -> None:
@@ -362,7 +383,8 @@ def test_vllm_usage_becomes_prompt_token_stats(families: FamiliesRun) -> None:
         assert stats["num_completion_tokens"] == 7
 
 
-@pytest.mark.parametrize("key", ["gemini-robotics-er-1.6", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm"])
+@pytest.mark.parametrize("key", ["gemini-robotics-er-1.6", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm",
+                                 "gemini-2.5-pro-one-message"])
 def test_gemini_video_is_inline_mp4_after_the_text(families: FamiliesRun, key: str) -> None:
     family = BY_KEY[key]
     assert families.requests_of(family)
@@ -371,7 +393,7 @@ def test_gemini_video_is_inline_mp4_after_the_text(families: FamiliesRun, key: s
         assert all(content["role"] == "user" for content in contents)
         if key in HELM_GEMINI_LAYOUT:  # HELM's client: one user turn per media object
             assert [len(content["parts"]) for content in contents] == [1, 1]
-        else:  # PROTOCOL section 3: one user message, text then video
+        else:  # layout=one_message (a departure): one user message, text then video
             assert [len(content["parts"]) for content in contents] == [2]
         text_part, video_part = [part for content in contents for part in content["parts"]]
         assert set(text_part) == {"text"}
@@ -531,8 +553,11 @@ def test_anthropic_payload_shape(families: FamiliesRun) -> None:
 # --------------------------------------------------------------------------------------------- failures inside helm-run
 
 
-def test_failed_requests_leave_the_mean_and_the_run_goes_on(tmp_path: Path) -> None:
-    """Two 503s (retried by the openai package, retry-after-ms 10) and a permanent 400 for one task's rows."""
+def test_failed_requests_are_charged_and_the_run_goes_on(tmp_path: Path) -> None:
+    """Two 503s (retried by the openai package, retry-after-ms 10) and a permanent 400 for one task's rows.
+
+    The 400s become HELM's empty completion and cost 4.0 each (the official rule), without counting as invalid.
+    """
     rejected_task = rows_of(SUBSET)[0]["task"]
     num_rows = len(rows_of(SUBSET))
     rejected = sum(1 for row in rows_of(SUBSET) if row["task"] == rejected_task)
@@ -561,6 +586,7 @@ def test_failed_requests_leave_the_mean_and_the_run_goes_on(tmp_path: Path) -> N
         if prompt_of(state).endswith("\n\nTask: " + rejected_task):
             assert state["result"]["success"] is False
             assert [c["text"] for c in state["result"]["completions"]] == [""]  # HELM's empty completion
+            errors.append(4.0)
         else:
             assert state["result"]["success"] is True
             errors.append(abs(expected_score(state) - gold_of(state)))
@@ -570,7 +596,9 @@ def test_failed_requests_leave_the_mean_and_the_run_goes_on(tmp_path: Path) -> N
     assert stats["abs_error"] == pytest.approx(sum(errors) / len(errors), abs=1e-12)
     per_instance = read_json(run_dir / "per_instance_stats.json")
     counted = [e for e in per_instance if any(s["name"]["name"] == "abs_error" for s in e["stats"])]
-    assert len(counted) == num_rows - rejected
+    assert len(counted) == num_rows
+    invalid = [e for e in per_instance if any(s["name"]["name"] == "invalid_output" for s in e["stats"])]
+    assert len(invalid) == num_rows - rejected and stats["invalid_output"] == 0
 
 
 # ------------------------------------------------------------------------------------- native on a frames-only client
@@ -609,7 +637,9 @@ before = {model: get_default_model_deployment_for_model(model) for model in SHAR
 register_configs_from_directory(sys.argv[1])
 load_entry_point_plugins()
 after = {model: get_default_model_deployment_for_model(model) for model in SHARED}
-print("DEFAULTS=" + json.dumps({"before": before, "after": after}))
+OURS = ["teetone/roboreward-8b", "qwen/qwen3-vl-8b-instruct", "google/gemini-robotics-er-1.6-preview"]
+ours = {model: get_default_model_deployment_for_model(model) for model in OURS}
+print("DEFAULTS=" + json.dumps({"before": before, "after": after, "ours": ours}))
 out = {}
 for description in json.loads(sys.stdin.read()):
     (spec,) = run_entries_to_run_specs([RunEntry(description=description, priority=1, groups=None)],
@@ -626,6 +656,7 @@ print("ROUTING=" + json.dumps(out))
 """
 
 VIDEO_CLIENT = "helm_roboreward.clients.openai_video_client.OpenAIVideoClient"
+TRANSFORMERS_CLIENT = "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"
 GENAI = "helm.clients.google_genai_client.GoogleGenAIClient"
 GENAI_ONE = "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient"
 RESPONSES_CLIENT = "helm.clients.openai_responses_client.OpenAIResponseClient"
@@ -635,11 +666,17 @@ HF_QWEN_CLIENT = "helm.clients.vision_language.qwen2_vlm_client.Qwen2VLMClient"
 
 # (model, deployment override or None) -> (video mode under auto, deployment, client class, max_tokens)
 ROUTING_TABLE: Dict[Tuple[str, Optional[str]], Tuple[str, str, str, int]] = {
-    ("teetone/roboreward-4b", None): ("native", "vllm/roboreward-4b", VIDEO_CLIENT, 5000),
-    ("teetone/roboreward-8b", None): ("native", "vllm/roboreward-8b", VIDEO_CLIENT, 5000),
-    ("qwen/qwen3-vl-4b-instruct", None): ("native", "vllm/qwen3-vl-4b-instruct", VIDEO_CLIENT, 5000),
-    ("qwen/qwen3-vl-8b-instruct", None): ("native", "vllm/qwen3-vl-8b-instruct", VIDEO_CLIENT, 5000),
-    ("qwen/qwen3-vl-30b-a3b-instruct", None): ("native", "vllm/qwen3-vl-30b-a3b-instruct", VIDEO_CLIENT, 5000),
+    # The official path: in-process transformers.
+    ("teetone/roboreward-4b", None): ("native", "transformers/roboreward-4b", TRANSFORMERS_CLIENT, 5000),
+    ("teetone/roboreward-8b", None): ("native", "transformers/roboreward-8b", TRANSFORMERS_CLIENT, 5000),
+    ("qwen/qwen3-vl-4b-instruct", None): ("native", "transformers/qwen3-vl-4b-instruct", TRANSFORMERS_CLIENT, 5000),
+    ("qwen/qwen3-vl-8b-instruct", None): ("native", "transformers/qwen3-vl-8b-instruct", TRANSFORMERS_CLIENT, 5000),
+    ("qwen/qwen3-vl-30b-a3b-instruct", None):
+        ("native", "transformers/qwen3-vl-30b-a3b-instruct", TRANSFORMERS_CLIENT, 5000),
+    # The fast path, named.
+    ("teetone/roboreward-8b", "vllm/roboreward-8b"): ("native", "vllm/roboreward-8b", VIDEO_CLIENT, 5000),
+    ("qwen/qwen3-vl-8b-instruct", "vllm/qwen3-vl-8b-instruct"):
+        ("native", "vllm/qwen3-vl-8b-instruct", VIDEO_CLIENT, 5000),
     ("qwen/qwen2.5-vl-3b-instruct", None): ("native", "vllm/qwen2.5-vl-3b-instruct", VIDEO_CLIENT, 5000),
     ("qwen/qwen2.5-vl-7b-instruct", None): ("native", "vllm/qwen2.5-vl-7b-instruct", VIDEO_CLIENT, 5000),
     ("qwen/qwen2.5-vl-32b-instruct", None): ("native", "vllm/qwen2.5-vl-32b-instruct", VIDEO_CLIENT, 5000),
@@ -647,18 +684,16 @@ ROUTING_TABLE: Dict[Tuple[str, Optional[str]], Tuple[str, str, str, int]] = {
     # HELM's own Qwen2.5-VL client (local transformers) cannot send video: frames.
     ("qwen/qwen2.5-vl-7b-instruct", "huggingface/qwen2.5-vl-7b-instruct"):
         ("frames", "huggingface/qwen2.5-vl-7b-instruct", HF_QWEN_CLIENT, 5000),
-    ("google/gemini-2.5-flash", None): ("native", "google/gemini-2.5-flash-one-message", GENAI_ONE, 65000),
-    ("google/gemini-2.5-flash-lite", None): ("native", "google/gemini-2.5-flash-lite-one-message", GENAI_ONE, 65000),
-    ("google/gemini-2.5-pro", None): ("native", "google/gemini-2.5-pro-one-message", GENAI_ONE, 65000),
-    ("google/gemini-3-pro-preview", None): ("native", "google/gemini-3-pro-preview-one-message", GENAI_ONE, 65000),
-    ("google/gemini-3-flash-preview", None):
-        ("native", "google/gemini-3-flash-preview-one-message", GENAI_ONE, 65000),
-    ("google/gemini-robotics-er-1.5-preview", None):
-        ("native", "google/gemini-robotics-er-1.5-preview-one-message", GENAI_ONE, 65000),
-    ("google/gemini-robotics-er-1.6-preview", None):
-        ("native", "google/gemini-robotics-er-1.6-preview-one-message", GENAI_ONE, 65000),
-    # HELM's own Gemini deployment, named in the entry: still native video (its client sends it).
-    ("google/gemini-2.5-pro", "google/gemini-2.5-pro"): ("native", "google/gemini-2.5-pro", GENAI, 65000),
+    # Gemini: HELM's own client (the official layout, two user turns); the twin only when named.
+    ("google/gemini-2.5-flash", None): ("native", "google/gemini-2.5-flash", GENAI, 65000),
+    ("google/gemini-2.5-flash-lite", None): ("native", "google/gemini-2.5-flash-lite", GENAI, 65000),
+    ("google/gemini-2.5-pro", None): ("native", "google/gemini-2.5-pro", GENAI, 65000),
+    ("google/gemini-3-pro-preview", None): ("native", "google/gemini-3-pro-preview", GENAI, 65000),
+    ("google/gemini-3-flash-preview", None): ("native", "google/gemini-3-flash-preview", GENAI, 65000),
+    ("google/gemini-robotics-er-1.5-preview", None): ("native", "google/gemini-robotics-er-1.5-preview", GENAI, 65000),
+    ("google/gemini-robotics-er-1.6-preview", None): ("native", "google/gemini-robotics-er-1.6-preview", GENAI, 65000),
+    ("google/gemini-2.5-pro", "google/gemini-2.5-pro-one-message"):
+        ("native", "google/gemini-2.5-pro-one-message", GENAI_ONE, 65000),
     ("openai/gpt-5-2025-08-07", None): ("frames", "openai/gpt-5-2025-08-07", RESPONSES_CLIENT, 65000),
     ("openai/gpt-5-mini-2025-08-07", None): ("frames", "openai/gpt-5-mini-2025-08-07", RESPONSES_CLIENT, 65000),
     ("openai/gpt-5-nano-2025-08-07", None): ("frames", "openai/gpt-5-nano-2025-08-07", RESPONSES_CLIENT, 65000),
@@ -697,7 +732,39 @@ NAME_CASES = {
     # Native video: frame options do nothing, so they leave the name.
     f"roboreward:subset={SUBSET},data=sample,fps=2,last_frame=1,model=google/gemini-2.5-pro":
         f"roboreward:subset={SUBSET},data=sample,video=native,model=google_gemini-2.5-pro",
+    # Departures served by twins are named; where a model has nothing to depart from, nothing is named.
+    f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=google/gemini-2.5-pro":
+        f"roboreward:subset={SUBSET},data=sample,video=native,layout=one_message,model=google_gemini-2.5-pro",
+    f"roboreward:subset={SUBSET},data=sample,model=google/gemini-2.5-pro,"
+    "model_deployment=google/gemini-2.5-pro-one-message":
+        f"roboreward:subset={SUBSET},data=sample,video=native,layout=one_message,model=google_gemini-2.5-pro,"
+        "model_deployment=google_gemini-2.5-pro-one-message",
+    f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=openai/gpt-5-mini-2025-08-07":
+        f"roboreward:subset={SUBSET},data=sample,video=frames,model=openai_gpt-5-mini-2025-08-07",
+    f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=teetone/roboreward-8b":
+        f"roboreward:subset={SUBSET},data=sample,video=native,decoding=greedy,model=teetone_roboreward-8b",
+    f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=teetone/roboreward-8b,"
+    "model_deployment=vllm/roboreward-8b":
+        f"roboreward:subset={SUBSET},data=sample,video=native,decoding=greedy,model=teetone_roboreward-8b,"
+        "model_deployment=vllm_roboreward-8b",
+    f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=baseline/constant-3":
+        f"roboreward:subset={SUBSET},data=sample,video=frames,model=baseline_constant-3",
 }
+VARIANT_DEPLOYMENTS = {
+    f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=google/gemini-2.5-pro":
+        "google/gemini-2.5-pro-one-message",
+    f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=teetone/roboreward-8b":
+        "transformers/roboreward-8b-greedy",
+    f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=teetone/roboreward-8b,"
+    "model_deployment=vllm/roboreward-8b": "vllm/roboreward-8b-greedy",
+    f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=openai/gpt-5-mini-2025-08-07":
+        "openai/gpt-5-mini-2025-08-07",
+}
+
+
+def test_departures_pick_their_twin_deployment(routing: Dict[str, Dict[str, Any]]) -> None:
+    for entry, deployment in VARIANT_DEPLOYMENTS.items():
+        assert routing[entry]["deployment"] == deployment, entry
 
 
 def test_run_names_follow_the_final_mode(routing: Dict[str, Dict[str, Any]]) -> None:
@@ -727,13 +794,14 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any
 
 
 def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: Dict[str, Dict[str, Any]]) -> None:
-    """Qwen2.5-VL, Llama 4 and Gemini have HELM deployments: roboreward runs use the package's vLLM ones
-    and one-message Gemini twins (table above), but installing the plugin (and ``--local-path prod_env``)
-    must not change which deployment every other benchmark gets for these models."""
+    """Qwen2.5-VL and Llama 4 have HELM deployments: roboreward runs use the package's vLLM ones (table
+    above), but installing the plugin (and ``--local-path prod_env``) must not change which deployment every
+    other benchmark gets for these models; no twin (a named departure) is ever a model's default."""
     defaults = routing["_defaults"]
     assert defaults["after"] == defaults["before"]
-    assert not any(str(name).startswith("vllm/") or str(name).endswith("-one-message")
+    assert not any(str(name).startswith("vllm/") or str(name).endswith(("-one-message", "-greedy"))
                    for name in defaults["after"].values()), defaults
+    assert not any(str(name).endswith(("-one-message", "-greedy")) for name in defaults["ours"].values()), defaults
 
 
 @pytest.mark.parametrize("model, deployment", list(ROUTING_TABLE),
@@ -764,10 +832,10 @@ def _comparable_stats(run_dir: Path) -> Dict[str, Tuple[int, float, float]]:
 
 @pytest.mark.slow
 def test_concurrent_runs_on_disjoint_subsets_match_a_sequential_run(tmp_path: Path) -> None:
-    entries = [f"roboreward:subset={subset},data=sample,model=teetone/roboreward-8b"
+    entries = [f"roboreward:subset={subset},data=sample,model=teetone/roboreward-8b,model_deployment=vllm/roboreward-8b"
                for subset in ("sim_kuka", "sim_panda")]
-    names = [f"roboreward:subset={subset},data=sample,video=native,model=teetone_roboreward-8b"
-             for subset in ("sim_kuka", "sim_panda")]
+    names = [f"roboreward:subset={subset},data=sample,video=native,model=teetone_roboreward-8b,"
+             "model_deployment=vllm_roboreward-8b" for subset in ("sim_kuka", "sim_panda")]
     rows = len(rows_of("sim_kuka")) + len(rows_of("sim_panda"))
     with FakeModelServer(scripted_behaviour) as fake:
         env = helm_environment(fake)
