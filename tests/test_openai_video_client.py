@@ -8,6 +8,7 @@ asked for. Then the client side: cache keys follow the media content, reasoning 
 non-retriable results so that HELM records an empty completion and the run goes on.
 """
 
+import dataclasses
 import hashlib
 import shutil
 import time
@@ -211,19 +212,44 @@ def test_sampling_hints_are_absent_by_default(fake: FakeModelServer, leaky_video
 
 
 def test_sampling_hints_reach_vllm(fake: FakeModelServer, leaky_video: Path) -> None:
-    client = make_client(fake.base_url, video_fps=2, video_max_frames=16)
+    """The checkpoint processor's rule, as the Qwen3-VL deployments send it (vLLM >= 0.24 qwen3_vl loader keys)."""
+    client = make_client(fake.base_url, video_fps=2, video_min_frames=4, video_max_frames=768)
     assert client.make_request(video_request(leaky_video)).success
     body = only_request(fake).body
-    assert body["mm_processor_kwargs"] == {"fps": 2}
-    assert body["media_io_kwargs"] == {"video": {"fps": 2, "num_frames": 16}}
+    assert "mm_processor_kwargs" not in body  # frame sampling keys there clash with frames already sampled
+    assert body["media_io_kwargs"] == {"video": {"fps": 2, "min_frames": 4, "max_frames": 768}}
     assert "extra_body" not in body
 
 
-def test_max_frames_hint_alone(fake: FakeModelServer, leaky_video: Path) -> None:
-    assert make_client(fake.base_url, video_max_frames=8).make_request(video_request(leaky_video)).success
+def test_fixed_frame_count_hint_alone(fake: FakeModelServer, leaky_video: Path) -> None:
+    assert make_client(fake.base_url, video_num_frames=8).make_request(video_request(leaky_video)).success
     body = only_request(fake).body
     assert "mm_processor_kwargs" not in body
     assert body["media_io_kwargs"] == {"video": {"num_frames": 8}}
+
+
+@pytest.mark.parametrize("decoding", ["request", "checkpoint", "greedy"])
+def test_decoding_decides_the_sampling_fields(fake: FakeModelServer, leaky_video: Path, decoding: str) -> None:
+    """``checkpoint`` sends no sampling field, so vLLM applies the checkpoint's generation_config.json."""
+    request = dataclasses.replace(video_request(leaky_video), temperature=0.7)
+    assert make_client(fake.base_url, decoding=decoding).make_request(request).success
+    body = only_request(fake).body
+    expected = {"request": 0.7, "checkpoint": None, "greedy": 0.0}[decoding]
+    assert body.get("temperature") == expected and ("temperature" in body) == (expected is not None)
+    assert not {"top_p", "top_k", "seed"} & set(body)
+
+
+def test_decodings_are_cached_apart(fake: FakeModelServer, leaky_video: Path, tmp_path: Path) -> None:
+    cache = SqliteCacheConfig(str(tmp_path / "decoding.sqlite"))
+    for decoding in ("request", "checkpoint", "greedy"):
+        assert make_client(fake.base_url, cache, decoding=decoding).make_request(video_request(leaky_video)).cached \
+            is False
+    assert len(fake.requests_to(CHAT)) == 3
+
+
+def test_unknown_decoding_is_rejected(fake: FakeModelServer) -> None:
+    with pytest.raises(ValueError, match="decoding must be one of request, checkpoint, greedy"):
+        make_client(fake.base_url, decoding="beam")
 
 
 # --------------------------------------------------------------------------------------------- cache

@@ -3,15 +3,27 @@
 HELM 0.5.16's OpenAI and vLLM chat clients raise on ``video/mp4`` media; this client sends it as
 a ``video_url`` content part, the format vLLM's OpenAI-compatible server accepts for Qwen-VL
 models, and sends JPEG frames as ``image_url`` parts (their bytes unchanged). One user message,
-the text first, then the media in order; temperature and max_tokens from the request (0 and the
-protocol's budget under the ``roboreward`` run spec).
+the text first, then the media in order; max_tokens from the request (the protocol's budget under the
+``roboreward`` run spec).
+
+- ``decoding``: ``request`` (default) sends the request's temperature (0 under the run spec);
+  ``checkpoint`` sends no sampling parameter at all, so the server applies the checkpoint's
+  generation config (vLLM's default ``--generation-config auto``), as the official in-process client
+  for Qwen3-VL and RoboReward did (it passed only ``max_new_tokens``); ``greedy`` sends temperature 0.
 
 - ``video_transport``: ``data_url`` (default) inlines the mp4 as ``data:video/mp4;base64,...``;
   ``file_url`` sends ``file://<absolute path>`` for a server on the same machine (start vLLM with
   ``--allowed-local-media-path``).
-- ``video_fps`` / ``video_max_frames``: optional sampling hints passed to vLLM as
-  ``mm_processor_kwargs`` (``fps``) and ``media_io_kwargs`` (``{"video": {"fps", "num_frames"}}``);
-  unset by default, so the server's defaults apply (as on the official leaderboard).
+- ``video_fps`` / ``video_min_frames`` / ``video_max_frames``: the frame sampling vLLM's video loader
+  should apply, sent per request as ``media_io_kwargs`` (``{"video": {"fps", "min_frames",
+  "max_frames"}}``). The package's Qwen3-VL and RoboReward deployments send the checkpoint processor's
+  own rule (2 fps, clamped to 4..768 frames, transformers' ``Qwen3VLVideoProcessor``) instead of trusting
+  each server version's default. Checked against vLLM's source: per-request ``media_io_kwargs`` exist
+  from vLLM 0.18.0 (``ChatCompletionRequest.media_io_kwargs``); from 0.24.0 vLLM's ``qwen3_vl`` video
+  loader (``vllm/multimodal/video.py``, ``Qwen3VLVideoBackend``) applies exactly that formula with these
+  keys. ``video_num_frames`` asks the generic loader for a fixed frame count instead. Nothing is sent
+  in ``mm_processor_kwargs``: frame-sampling keys there clash with frames the loader already sampled.
+  Unset (the default for other deployments), the server's defaults apply.
 - The cache key holds each media file's SHA-256, not its path, so changed content is never served
   from the cache.
 - Reasoning returned separately (``reasoning_content`` / ``reasoning``, or ``<think>`` tags, see
@@ -42,6 +54,10 @@ from helm.common.request import (
 
 DATA_URL = "data_url"
 FILE_URL = "file_url"
+REQUEST_DECODING = "request"
+CHECKPOINT_DECODING = "checkpoint"
+GREEDY_DECODING = "greedy"
+DECODINGS = (REQUEST_DECODING, CHECKPOINT_DECODING, GREEDY_DECODING)
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 _THINK_OPEN_AT_START = re.compile(r"^\s*<think>")
@@ -83,12 +99,17 @@ class OpenAIVideoClient(CachingClient):
         served_model_name: Optional[str] = None,
         video_transport: str = DATA_URL,
         video_fps: Optional[float] = None,
+        video_min_frames: Optional[int] = None,
         video_max_frames: Optional[int] = None,
+        video_num_frames: Optional[int] = None,
         max_retries: int = 4,
         timeout_seconds: float = 600.0,
+        decoding: str = REQUEST_DECODING,
     ) -> None:
         """Args: see the module docstring; ``base_url`` is the server's ``.../v1`` URL."""
         super().__init__(cache_config=cache_config)
+        if decoding not in DECODINGS:
+            raise ValueError(f"decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         if video_transport not in (DATA_URL, FILE_URL):
             raise ValueError(f"video_transport must be {DATA_URL!r} or {FILE_URL!r}, got {video_transport!r}")
         if not base_url:
@@ -102,8 +123,12 @@ class OpenAIVideoClient(CachingClient):
                              timeout=timeout_seconds)
         self.served_model_name = served_model_name
         self.video_transport = video_transport
-        self.video_fps = video_fps
-        self.video_max_frames = video_max_frames
+        self.video_io: Dict[str, Any] = {
+            key: value for key, value in (("fps", video_fps), ("min_frames", video_min_frames),
+                                          ("max_frames", video_max_frames), ("num_frames", video_num_frames))
+            if value is not None
+        }
+        self.decoding = decoding
 
     def _part(self, media: MediaObject) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """The content part for one media object and its cache-key stand-in (no bytes, no paths)."""
@@ -133,16 +158,7 @@ class OpenAIVideoClient(CachingClient):
         return f"data:{media.content_type};base64,{encoded}"
 
     def _extra_body(self) -> Dict[str, Any]:
-        extra: Dict[str, Any] = {}
-        video_io: Dict[str, Any] = {}
-        if self.video_fps is not None:
-            extra["mm_processor_kwargs"] = {"fps": self.video_fps}
-            video_io["fps"] = self.video_fps
-        if self.video_max_frames is not None:
-            video_io["num_frames"] = self.video_max_frames
-        if video_io:
-            extra["media_io_kwargs"] = {"video": video_io}
-        return extra
+        return {"media_io_kwargs": {"video": dict(self.video_io)}} if self.video_io else {}
 
     def _build(self, request: Request) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """The request body and its cache key."""
@@ -155,14 +171,18 @@ class OpenAIVideoClient(CachingClient):
         body: Dict[str, Any] = {
             "model": self.served_model_name or request.model_engine,
             "messages": [{"role": "user", "content": content}],
-            "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "n": request.num_completions,
         }
+        if self.decoding == REQUEST_DECODING:
+            body["temperature"] = request.temperature
+        elif self.decoding == GREEDY_DECODING:
+            body["temperature"] = 0.0
         if request.stop_sequences:
             body["stop"] = list(request.stop_sequences)
         extra = self._extra_body()
-        key = {**{k: v for k, v in body.items() if k != "messages"}, "content": key_content, "extra_body": extra}
+        key = {**{k: v for k, v in body.items() if k != "messages"}, "content": key_content, "extra_body": extra,
+               **({} if self.decoding == REQUEST_DECODING else {"decoding": self.decoding})}
         return {**body, **({"extra_body": extra} if extra else {})}, dict(CachingClient.make_cache_key(key, request))
 
     def make_request(self, request: Request) -> RequestResult:
