@@ -59,7 +59,7 @@ class Subset:
     characters with "..."; tests/test_browser.py checks every header); the full name stays in the description."""
 
 
-# The 23 test subsets in official leaderboard order (PROTOCOL section 2).
+# The 23 test subsets in official leaderboard order (docs/protocol.md, section 1).
 OFFICIAL_SUBSETS: Tuple[Subset, ...] = (
     Subset("robo_arena", "RoboArena", "Franka", natural=True, num_rows=1000),
     Subset("austin_sirius_dataset_converted_externally_to_rlds", "Austin Sirius", "Franka", num_rows=87),

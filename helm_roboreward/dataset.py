@@ -21,7 +21,7 @@ CLIP = "clip"
 COUNTERFACTUAL = "counterfactual"
 ORIGINAL = "original"
 KINDS = (NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL)
-"""Augmentation kinds (PROTOCOL section 2); the dataset has no field for them, they are inferred."""
+"""Augmentation kinds (docs/protocol.md, section 1); the dataset has no field for them, they are inferred."""
 
 _CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
 _ARENA_NAME = re.compile(r"^(?P<episode>.+_\d+)_(?:left|right)$")
@@ -73,7 +73,7 @@ class Rollout:
 
 
 def infer_kind(row: MetadataRow) -> str:
-    """The augmentation kind of a row, following PROTOCOL section 2.
+    """The augmentation kind of a row, following docs/protocol.md, section 1.
 
     Natural subsets hold only natural rollouts; ``..._attempt_<n>_score_<k>`` names are temporal
     clips; the remaining rows are counterfactual relabels when their reward is below 5 and original

@@ -1,4 +1,4 @@
-"""Which frames a frame-based model sees (PROTOCOL section 4). Pure functions, no I/O.
+"""Which frames a frame-based model sees (docs/protocol.md, section 4). Pure functions, no I/O.
 
 The official rule keeps every ``max(int(native_fps // 1), 1)``-th frame starting at frame 0, at
 native resolution, with no cap and without forcing the final frame in (a 73-frame 10-fps clip

@@ -1,4 +1,6 @@
-"""The RoboReward HELM metric: per-instance errors (PROTOCOL section 6) and macro MAE over subsets (section 7).
+"""The RoboReward HELM metric: per-instance errors and the macro MAE over subsets.
+
+docs/protocol.md, sections 6 (parsing), 7 (failed requests) and 8 (aggregation).
 
 Per instance (request answered): ``abs_error``, ``squared_error``, ``exact_match``,
 ``invalid_output``, ``signed_error`` (parsed answers only), ``predicted_score`` (parsed answers

@@ -16,7 +16,6 @@ from helm.benchmark.model_deployment_registry import (
     ClientSpec,
     ModelDeployment,
     ModelDeployments,
-    get_default_model_deployment_for_model,
     register_model_deployment,
 )
 from helm.benchmark.model_metadata_registry import (

@@ -1,4 +1,4 @@
-"""The RoboReward rubric prompt (published on the RoboReward-4B/8B model cards; PROTOCOL section 3).
+"""The RoboReward rubric prompt (published on the RoboReward-4B/8B model cards; docs/protocol.md, section 2).
 
 The prompt is the only text a model receives: one user message, this text first, then the
 video or its frames. No system prompt, no in-context examples, no captions between frames.

@@ -1,4 +1,4 @@
-"""Which models get the native mp4 and which get frames (PROTOCOL section 4), decided per model.
+"""Which models get the native mp4 and which get frames (docs/protocol.md, sections 3 and 4), decided per model.
 
 HELM calls a run spec function before it knows the model (``model=`` is a run expander), so the
 ``roboreward`` run spec leaves ``video=auto`` in its scenario arguments and this module resolves
@@ -69,7 +69,7 @@ VIDEO_CLIENT_CLASSES: Tuple[str, ...] = (
 """Client classes that send ``video/mp4`` media to the model (the baselines accept anything)."""
 
 REASONING_TOKEN_ALLOWANCE = 60_000
-"""Extra max_tokens for OpenAI and Gemini models, whose reasoning spends output tokens (PROTOCOL section 5)."""
+"""Extra max_tokens for OpenAI and Gemini models, whose reasoning spends output tokens (docs/protocol.md, section 5)."""
 
 _REASONING_BUDGET_PATTERNS = ("openai/*", "google/gemini*")
 

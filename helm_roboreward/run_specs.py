@@ -26,7 +26,7 @@ from helm_roboreward.routing import AUTO, SCENARIO_CLASS, VIDEO_MODES, resolve_v
 
 RUN_SPEC_NAME = "roboreward"
 DEFAULT_MAX_TOKENS = 5000
-"""PROTOCOL section 5; OpenAI and Gemini models get 60,000 more (see routing)."""
+"""docs/protocol.md, section 5; OpenAI and Gemini models get 60,000 more (see routing)."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -28,7 +28,7 @@ from helm_roboreward.benchmark import MAX_SCORE, MIN_SCORE
 UNPARSEABLE_ABS_ERROR = float(MAX_SCORE - MIN_SCORE)
 """Absolute error charged for an unparseable completion (the widest possible miss, 4.0)."""
 
-# Python's \d: any Unicode decimal digit counts ("ANSWER: ٤" -> 4); as in the official regex (float() reads every one of them).
+# Python's \d: any Unicode decimal digit counts ("ANSWER: ٤" -> 4), as in the official regex (float() reads them all).
 _NUMBER = r"-?\d+(?:\.\d+)?"
 MAX_PARSED_MAGNITUDE = 1e75
 """Larger numbers are unparseable: HELM squares the squared error for its variance, which would overflow."""

@@ -115,7 +115,8 @@ def stats_by_name(stats: Sequence[Stat]) -> Dict[str, float]:
     return values
 
 
-def generation_stats(instance: Instance, result: Optional[RequestResult], failed: str = "max_error") -> Dict[str, float]:
+def generation_stats(instance: Instance, result: Optional[RequestResult],
+                     failed: str = "max_error") -> Dict[str, float]:
     metric = RoboRewardMetric(failed=failed)
     stats = metric.evaluate_generation(adapter_spec(), make_request_state(instance, result), None, "")  # type: ignore[arg-type]
     return stats_by_name(stats)

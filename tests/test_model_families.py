@@ -12,10 +12,10 @@ One ``helm-run`` subprocess (no ``--plugins``: the entry point loads the plugin)
 | GPT-5 mini | openai/gpt-5-mini-2025-08-07 (HELM) | OpenAIResponseClient (openai) | responses | frames |
 | GPT-5.5 xhigh | openai/gpt-5.5-xhigh (package) | OpenAIResponseClient (openai) | responses | frames |
 | Claude Sonnet 4.5 | anthropic/claude-sonnet-4-5-20250929 (HELM) | AnthropicMessagesClient | messages | frames |
-| Gemini Robotics-ER 1.6 | google/gemini-robotics-er-1.6-preview (package) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
+| Gemini Robotics-ER 1.6 | google/gemini-robotics-er-1.6-preview (package) | GoogleGenAIClient | Gemini | mp4 |
 | Gemini 2.5 Flash | google/gemini-2.5-flash (HELM) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
 | Gemini 2.5 Flash-Lite | google/gemini-2.5-flash-lite (HELM, named) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
-| Gemini 2.5 Pro, layout=one_message | google/gemini-2.5-pro-one-message (twin) | OneMessageGoogleGenAIClient | Gemini | mp4 |
+| Gemini 2.5 Pro, layout=one_message | google/gemini-2.5-pro-one-message (twin) | OneMessage... | Gemini | mp4 |
 
 Gemini runs on HELM's own client by default (the official layout: text and video as two user turns);
 ``layout=one_message`` picks the twin that sends the prompt as one user message. The vLLM deployments of

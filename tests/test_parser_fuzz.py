@@ -4,7 +4,8 @@ PROTOCOL section 6, as implemented by :func:`reference_parse` below (a hand-writ
 expression, nothing imported from the package):
 
 1. Search the completion, case-insensitively, for the word ``answer`` (a word boundary on both sides: no word
-   character just before or just after it) followed by optional spaces, a colon, optional spaces and a number (optional minus sign, digits, optional decimal part). The FIRST match wins.
+   character just before or just after it) followed by optional spaces, a colon, optional spaces and a number
+   (optional minus sign, digits, optional decimal part). The FIRST match wins.
 2. Otherwise, if the stripped completion starts with such a number followed by a word boundary, use it.
 3. Otherwise the completion is unparseable.
 
@@ -170,8 +171,8 @@ def fuzz(strategy: st.SearchStrategy, name: str, examples: int) -> Callable[[], 
 # --------------------------------------------------------------------------------------------- strategies
 
 ANSWER_WORDS = ["answer", "ANSWER", "Answer", "aNsWeR", "anſwer", "ANſWER", "answers", "Final answer",
-                "reanswer", "ANSWER", "answ er", "ANSWE R", "final_answer", "Final_Answer", "answer_", "answer2", "2answer",
-                "ANSWERS", "xanswer", "ánswer", "answerä"]
+                "reanswer", "ANSWER", "answ er", "ANSWE R", "final_answer", "Final_Answer", "answer_", "answer2",
+                "2answer", "ANSWERS", "xanswer", "ánswer", "answerä"]
 SEPARATORS = [":", ": ", " : ", ":\n", "\n:\n", ":\t", ":\u00a0", "\u2003:\u3000", "：", " - ", " ", "=", "::",
               ": **", "** :", ":*", ": `", ": #"]
 ODD_TOKENS = ["**", "__", "`", "```", "#", "- ", "* ", "> ", "\n", "\n\n", " ", "\t", "\u00a0", "\u200b", "\ufeff",

@@ -14,7 +14,7 @@ from typing import Dict, List
 import pytest
 from helm.benchmark.metrics.metric_name import MetricName
 from helm.benchmark.metrics.statistic import Stat
-from helm.benchmark.scenarios.scenario import TEST_SPLIT, Instance, Input, Output, Reference
+from helm.benchmark.scenarios.scenario import TEST_SPLIT, Input, Instance, Output, Reference
 
 from helm_roboreward.benchmark import OFFICIAL_SUBSETS
 from helm_roboreward.metrics import RoboRewardMetric

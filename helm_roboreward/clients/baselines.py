@@ -1,7 +1,7 @@
 """Offline reference models: honest non-learned baselines, not stand-ins for real models.
 
 - :class:`ConstantScoreClient` always answers the same score (3 by default: the middle of the
-  rubric; about 1.23 MAE instance-weighted on the test split per PROTOCOL section 8).
+  rubric; about 1.23 MAE instance-weighted on the test split per docs/protocol.md, section 9).
 - :class:`RandomScoreClient` answers a score drawn uniformly from 1..5, seeded by the request's
   content (prompt text and the content-addressed media names), so reruns and other machines give
   the same answers.

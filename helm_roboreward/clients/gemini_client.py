@@ -1,8 +1,9 @@
-"""Gemini with the whole prompt in one user message (PROTOCOL section 3).
+"""Gemini with the whole prompt in one user message (layout=one_message; docs/protocol.md, section 3).
 
 HELM 0.5.16's ``GoogleGenAIClient`` turns every media object of a multimodal prompt into its own
-user turn, so the RoboReward prompt would reach Gemini as two user messages (the text, then the
-video). This subclass sends the same parts, in the same order, as one user message; everything
+user turn, so the RoboReward prompt reaches Gemini as two user messages (the text, then the
+video): that is how every official Gemini number was measured, and the default here. This
+subclass, a named departure, sends the same parts, in the same order, as one user message; everything
 else (API key or Vertex AI settings, thinking config, safety handling, parsing of the answer and of
 the thoughts) is HELM's client.
 
@@ -11,8 +12,8 @@ the cache key holds the prompt and the model, not the message layout, so sharing
 hand out answers to the other layout.
 
 The package registers a twin of every HELM Gemini deployment using this client
-(:func:`helm_roboreward.model_registry.register_gemini_twins`); ``roboreward`` runs use it by default,
-and naming HELM's deployment (``model_deployment=google/gemini-2.5-pro``) gives HELM's layout.
+(:func:`helm_roboreward.model_registry.register_variant_twins`); ``roboreward`` runs use it only when
+the run entry says ``layout=one_message`` or names the twin (``model_deployment=google/<model>-one-message``).
 """
 
 import dataclasses

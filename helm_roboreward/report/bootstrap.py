@@ -1,4 +1,4 @@
-"""Clustered bootstrap of the macro MAE (PROTOCOL section 7) and of paired differences between models.
+"""Clustered bootstrap of the macro MAE (docs/protocol.md, section 8) and of paired differences between models.
 
 Pure numpy, no I/O. Rows of one subset that share a source rollout are not independent: the
 camera views of one RoboArena episode, the temporal clips of one OXE episode and the
