@@ -50,6 +50,9 @@ REFERENCE_VARIANTS = {
 OURS_LABELS = {
     "ours_j1": "ours: prepare_media jobs=1, cold cache",
     "ours_warm": "ours: prepare_media again, warm cache (all hits)",
+    "lookup_trusting": "cache lookups trusting every manifest (the reference: no verification)",
+    "lookup_fast": "cache lookups with helm-run's checks (stamps)",
+    "lookup_full": "cache lookups with prepare's full checks (digests, probe)",
     "ours_j2": "ours: prepare_media jobs=2, cold cache",
     "floor_probe": "decode floor: probe (one demux pass)",
     "floor_decode": "decode floor: decode wanted frames only",
@@ -113,6 +116,7 @@ def run_round(videos: Sequence[passes.Video], work: str, samples: Samples, numbe
     def ours_cold_then_warm() -> None:
         results["ours_j1"] = passes.run_ours(videos, os.path.join(work, "ours_j1"), jobs=1)
         results["ours_warm"] = passes.run_ours(videos, os.path.join(work, "ours_j1"), jobs=1)
+        results.update(passes.run_cache_lookups(videos, os.path.join(work, "ours_j1")))
 
     def floor() -> None:
         results["floor_probe"], results["floor_decode"], decoded, total = passes.run_floor(videos)
@@ -260,6 +264,10 @@ def print_summary(samples: Samples, memory: Tuple[float, float, float], problems
     ref_cpu, ours_cpu = median_cpu(samples, "ref_default"), median_cpu(samples, "ours_j1")
     floor_probe, floor_decode = median_total(samples, "floor_probe"), median_total(samples, "floor_decode")
     warm_ratio = median_total(samples, "ours_warm") / ours
+    warm = median_total(samples, "ours_warm")
+    trusting = median_total(samples, "lookup_trusting")
+    fast_cost = (median_total(samples, "lookup_fast") - trusting) / warm
+    full_cost = (median_total(samples, "lookup_full") - trusting) / warm
     speedup = ours / median_total(samples, "ours_j2")
     short, long, baseline = memory
     grows = long - short > max(2.0, 0.1 * short)
@@ -280,6 +288,11 @@ def print_summary(samples: Samples, memory: Tuple[float, float, float], problems
          "RGB conversion and JPEG encoding are required output work the floor leaves out)", ""),
         (f"warm / cold: {100 * warm_ratio:.1f}%",
          f"[target <= {100 * TARGET_WARM:g}%: {met(warm_ratio <= TARGET_WARM)}]"),
+        (f"cache verification (helm-run's checks): {100 * fast_cost:+.1f}% of a warm run "
+         f"({1000 * (median_total(samples, 'lookup_fast') - trusting):.1f} ms of {1000 * warm:.0f} ms)",
+         f"[target <= 10%: {met(fast_cost <= 0.10)}]"),
+        (f"  (prepare's full check, every digest and a probe per video: {100 * full_cost:+.0f}% of a warm run, "
+         f"{1000 * (median_total(samples, 'lookup_full') - trusting):.0f} ms)", ""),
         (f"jobs 2 vs 1: {speedup:.2f}x", ""),
         (f"peak RSS delta: short {short:.1f} MB, 10x longer {long:.1f} MB (baseline {baseline:.0f} MB)",
          f"[target: no growth: {met(not grows)}]"),

@@ -8,9 +8,11 @@ Design (see FINDINGS and the frame-extraction issue):
   current decode position, so it decodes no more than needed and frames stay pixel-identical to
   sequential decoding. Only kept frames are converted (and resized by swscale).
 - Frames go to ``<cache>/<key[:2]>/<key>/NNNN.jpg`` where ``key`` hashes the video bytes and every
-  sampling setting; each file is written to a temporary name and renamed, and the manifest is
-  written last, so a reader never sees a partial file and a cache hit needs no decoding. Identical
-  inputs give identical names and bytes, so many machines can share one cache without locks.
+  sampling setting (:mod:`helm_roboreward.frame_cache`); each file is written to a temporary name and
+  renamed, and the manifest (with every file's SHA-256) is written last, so a reader never sees a
+  partial file and a cache hit needs no decoding. Identical inputs give identical names and bytes, so
+  many machines can share one cache without locks. An entry is used only after
+  :func:`helm_roboreward.frame_cache.check_entry` accepts it; otherwise it is rebuilt.
 - Nothing holds more than one decoded frame (plus the last one seen) in memory.
 """
 
@@ -25,21 +27,43 @@ import av
 from av.video.reformatter import VideoReformatter
 from PIL import Image
 
+from helm_roboreward.frame_cache import (
+    EXTRACTOR_VERSION,
+    EntryCheck,
+    check_entry,
+    frames_directory,
+    frames_key,
+)
 from helm_roboreward.frames import FrameOptions, scaled_size, select_frame_indices
 from helm_roboreward.media_store import (
     MANIFEST_FILE,
+    STAMP_FILE,
     file_digest,
-    read_manifest,
+    is_disk_full,
     remove_stale_temporaries,
     write_atomically,
+    write_stamps,
 )
-
-EXTRACTOR_VERSION = "1"
-"""Part of every cache key; bump when decoding or encoding changes the stored bytes."""
 
 
 class VideoError(Exception):
-    """A video that cannot be decoded or whose frames cannot be stored; the message names the file."""
+    """A video that cannot be decoded or whose media cannot be stored; the message names the file."""
+
+    fix = "Re-download the subset, or remove the row from metadata.jsonl."
+    """What to do about it (for row-level reports)."""
+
+
+class MediaWriteError(VideoError):
+    """The media folder cannot take the files (full disk, permissions): the video is fine."""
+
+    fix = ("Free space on the disk holding the media folder, or choose another output folder (helm-run -o / "
+           "roboreward prepare --output-path); the videos already prepared stay cached.")
+
+
+def write_error(path: str, target: str, error: OSError) -> MediaWriteError:
+    """The error for a failed write of ``path``'s media into ``target``, saying plainly when the disk is full."""
+    reason = "the disk is full" if is_disk_full(error) else "cannot write"
+    return MediaWriteError(f"{path}: {reason}: {target} ({error.strerror or error})")
 
 
 @dataclass(frozen=True)
@@ -76,18 +100,29 @@ class FrameSet:
     height: int
     total_bytes: int
     cached: bool
-    """True when nothing was decoded (a complete manifest already existed)."""
+    """True when nothing was decoded (a complete, verified entry already existed)."""
+
+    rebuilt_because: Optional[str] = None
+    """Why an existing entry was not trusted and was rebuilt (None: it was fine, or there was none)."""
 
 
-def frames_key(video_sha256: str, options: FrameOptions) -> str:
-    """The content-addressed key of a video's frames: video bytes, every setting, the extractor version."""
-    payload = {"video_sha256": video_sha256, "extractor": EXTRACTOR_VERSION, **options.cache_key_fields()}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+def validate_video(path: str) -> VideoProbe:
+    """Demux the whole video and decode its first frame, as frames mode does before using a video.
 
+    Native-video mode calls this before copying a video for a model, so a file that is not a playable
+    video fails with the same messages in both modes.
 
-def frames_directory(cache_dir: str, key: str) -> str:
-    """Where the frames of ``key`` live (two-level fan-out keeps folders small)."""
-    return os.path.join(cache_dir, key[:2], key)
+    Raises:
+        VideoError: The file is not a video, has no video stream, has no frames, or no frame decodes.
+    """
+    try:
+        with av.open(path) as container:
+            probe = _probe_open(path, container)
+            if next(_decode_open(container, [0], probe, rewind=True), None) is None:
+                raise VideoError(f"{path}: no frame could be decoded")
+            return probe
+    except av.FFmpegError as error:
+        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
 
 
 def probe_video(path: str) -> VideoProbe:
@@ -256,7 +291,7 @@ def encode_jpeg(image: Image.Image, quality: int) -> bytes:
 
 
 def extract_frames(
-    video_path: str, cache_dir: str, options: FrameOptions, video_sha256: Optional[str] = None
+    video_path: str, cache_dir: str, options: FrameOptions, video_sha256: Optional[str] = None, full_check: bool = False
 ) -> FrameSet:
     """The frames of one video under ``options``, from the cache or freshly extracted.
 
@@ -265,6 +300,7 @@ def extract_frames(
         cache_dir: Root of the content-addressed frame cache.
         options: Sampling settings.
         video_sha256: The video's digest when already known.
+        full_check: Check a cached entry's digests and the video even when its stamps match.
 
     Raises:
         VideoError: The video cannot be decoded, or the frames cannot be written.
@@ -272,23 +308,45 @@ def extract_frames(
     digest = video_sha256 or file_digest(video_path)
     key = frames_key(digest, options)
     directory = frames_directory(cache_dir, key)
-    manifest = read_manifest(directory)
-    if manifest is not None:
-        return _frame_set(key, directory, manifest, cached=True)
+    checked = cached_entry(video_path, cache_dir, directory, digest, options, full_check)
+    if checked.manifest is not None:
+        return frame_set_from(key, directory, checked.manifest, cached=True)
     try:
-        os.makedirs(directory, exist_ok=True)
+        _make_real_folder(directory)
         remove_stale_temporaries(directory)
         with av.open(video_path) as container:  # one open for the probe and the decoding
-            manifest = _extract_into(video_path, container, directory, options)
+            manifest = _extract_into(video_path, container, directory, options, digest)
     except OSError as error:
-        raise VideoError(f"{video_path}: cannot write frames to {directory} ({error.strerror or error})") from None
+        raise write_error(video_path, directory, error) from None
     except av.FFmpegError as error:
         raise VideoError(f"{video_path}: cannot be read as a video ({error})") from None
-    return _frame_set(key, directory, manifest, cached=False)
+    return frame_set_from(key, directory, manifest, cached=False, rebuilt_because=checked.problem)
+
+
+def cached_entry(video_path: str, cache_dir: str, directory: str, digest: str, options: FrameOptions,
+                 full: bool) -> EntryCheck:
+    """:func:`helm_roboreward.frame_cache.check_entry` for this video (probing it only if a full check runs)."""
+
+    def facts() -> Tuple[int, float]:
+        probe = probe_video(video_path)
+        return probe.num_frames, probe.native_fps
+
+    return check_entry(cache_dir, directory, digest, options, full, facts,
+                       lambda: _count_decodable_frames(video_path))
+
+
+def _make_real_folder(directory: str) -> None:
+    """Create the entry folder, replacing whatever else stands at its place (a link, a file); never its target."""
+    if os.path.islink(directory) or (os.path.lexists(directory) and not os.path.isdir(directory)):
+        os.unlink(directory)
+    parent = os.path.dirname(directory)
+    if os.path.islink(parent):
+        os.unlink(parent)
+    os.makedirs(directory, exist_ok=True)
 
 
 def _extract_into(
-    video_path: str, container: "av.container.InputContainer", directory: str, options: FrameOptions
+    video_path: str, container: "av.container.InputContainer", directory: str, options: FrameOptions, digest: str
 ) -> Dict[str, object]:
     probe = _probe_open(video_path, container)
     indices = select_frame_indices(probe.num_frames, probe.native_fps, options)
@@ -296,21 +354,24 @@ def _extract_into(
     if decoded_count is not None and decoded_count < probe.num_frames:
         # The stream ended early: the true frame count decides the selection (as a full read would).
         corrected = select_frame_indices(decoded_count, probe.native_fps, options)
-        if corrected != [index for index, _ in written]:
+        if corrected != [index for index, _, _ in written]:
             written, _ = _write_selected(video_path, container, directory, probe, corrected, options)
     if not written:
         raise VideoError(f"{video_path}: no frame could be decoded")
-    files = [name for _, name in written]
+    files = [name for _, name, _ in written]
     _remove_unlisted_frames(directory, files)
     with Image.open(os.path.join(directory, files[0])) as first:  # reads the header only
         stored_width, stored_height = first.size
     manifest: Dict[str, object] = {
         "extractor": EXTRACTOR_VERSION,
+        "video_sha256": digest,
         "options": asdict(options),
         "files": files,
-        "frame_indices": [index for index, _ in written],
+        "frame_indices": [index for index, _, _ in written],
         "sizes": [os.path.getsize(os.path.join(directory, name)) for name in files],
+        "sha256": [sha for _, _, sha in written],
         "num_frames": decoded_count if decoded_count is not None else probe.num_frames,
+        "probed_frames": probe.num_frames,
         "native_fps": probe.native_fps,
         "width": stored_width,
         "height": stored_height,
@@ -319,6 +380,7 @@ def _extract_into(
         "codec": probe.codec,
     }
     write_atomically(os.path.join(directory, MANIFEST_FILE), json.dumps(manifest, sort_keys=True).encode("utf-8"))
+    write_stamps(directory, files + [MANIFEST_FILE], os.path.join(directory, STAMP_FILE))
     return manifest
 
 
@@ -343,17 +405,18 @@ def _write_selected(
     probe: VideoProbe,
     indices: Sequence[int],
     options: FrameOptions,
-) -> Tuple[List[Tuple[int, str]], Optional[int]]:
+) -> Tuple[List[Tuple[int, str, str]], Optional[int]]:
     """Decode and store the wanted frames.
 
-    Returns ``(index, file name)`` pairs and, when the stream ended before a wanted frame, the
-    number of frames that did decode.
+    Returns ``(index, file name, SHA-256)`` triples and, when the stream ended before a wanted frame,
+    the number of frames that did decode.
     """
-    written: List[Tuple[int, str]] = []
+    written: List[Tuple[int, str, str]] = []
     for sequence, (index, frame) in enumerate(_decode_open(container, indices, probe, rewind=True)):
         name = f"{sequence:04d}.jpg"
-        write_atomically(os.path.join(directory, name), encode_jpeg(to_image(frame, options), options.jpeg_quality))
-        written.append((index, name))
+        data = encode_jpeg(to_image(frame, options), options.jpeg_quality)
+        write_atomically(os.path.join(directory, name), data)
+        written.append((index, name, hashlib.sha256(data).hexdigest()))
     if len(written) == len(set(indices)):
         return written, None
     return written, _count_decodable_frames(video_path)
@@ -371,7 +434,9 @@ def _count_decodable_frames(video_path: str) -> int:
         return count
 
 
-def _frame_set(key: str, directory: str, manifest: Dict[str, object], cached: bool) -> FrameSet:
+def frame_set_from(key: str, directory: str, manifest: Dict[str, object], cached: bool,
+               rebuilt_because: Optional[str] = None) -> FrameSet:
+    """The :class:`FrameSet` a manifest describes (files under ``directory``)."""
     files = [str(name) for name in manifest["files"]]  # type: ignore[attr-defined]
     sizes = [int(size) for size in manifest["sizes"]]  # type: ignore[attr-defined]
     return FrameSet(
@@ -385,4 +450,5 @@ def _frame_set(key: str, directory: str, manifest: Dict[str, object], cached: bo
         height=int(manifest["height"]),  # type: ignore[call-overload]
         total_bytes=sum(sizes),
         cached=cached,
+        rebuilt_because=rebuilt_because,
     )

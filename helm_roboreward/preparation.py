@@ -8,21 +8,30 @@ show the files, and no original file name (which can carry the label) reaches a 
 
 import multiprocessing
 import os
-import shutil
+import signal
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from tqdm import tqdm
 
 from helm_roboreward.dataset import Rollout
-from helm_roboreward.extraction import FrameSet, VideoError, extract_frames
+from helm_roboreward.extraction import (
+    FrameSet,
+    MediaWriteError,
+    VideoError,
+    cached_entry,
+    extract_frames,
+    frame_set_from,
+)
+from helm_roboreward.frame_cache import frames_directory, frames_key
 from helm_roboreward.frames import FrameOptions
-from helm_roboreward.media_store import file_digest, remove_stale_temporaries, write_atomically
+from helm_roboreward.media_store import file_digest, write_atomically
+from helm_roboreward.video_copies import VideoCopy, check_copy, store_video
 
 FRAMES_FOLDER = "frames"
-VIDEOS_FOLDER = "videos"
 VIDEO_CONTENT_TYPE = "video/mp4"
 FRAME_CONTENT_TYPE = "image/jpeg"
 
@@ -41,6 +50,16 @@ class PreparedMedia:
 
     num_bytes: int
     cached: bool
+    rebuilt_because: Optional[str] = None
+    """Why an existing cache entry was not trusted and was rebuilt."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why one video could not be prepared, and what to do about it."""
+
+    message: str
+    fix: str = VideoError.fix
 
 
 @dataclass
@@ -50,8 +69,14 @@ class PreparationReport:
     media: Dict[str, PreparedMedia] = field(default_factory=dict)
     """By video path (byte-identical videos at several paths share one entry's content)."""
 
-    failures: Dict[str, str] = field(default_factory=dict)
-    """Video path -> error message."""
+    failures: Dict[str, Failure] = field(default_factory=dict)
+    """Video path -> what went wrong."""
+
+    rebuilt: Dict[str, str] = field(default_factory=dict)
+    """Video path -> why its cache entry was not trusted (it was rebuilt)."""
+
+    workers: int = 0
+    """Worker processes started (none when every video was cached, or for one video)."""
 
     seconds: float = 0.0
 
@@ -79,57 +104,61 @@ class PreparationReport:
         return sum(1 for media in self._distinct() if media.cached)
 
 
-def store_video(video_path: str, video_sha256: str, media_dir: str) -> PreparedMedia:
-    """Place a content-addressed copy of an mp4 under ``media_dir/videos`` (hard link when possible)."""
-    target = os.path.join(media_dir, VIDEOS_FOLDER, video_sha256[:2], f"{video_sha256[:32]}.mp4")
-    size = os.path.getsize(video_path)
-    remove_stale_temporaries(os.path.dirname(target))
-    if os.path.isfile(target) and os.path.getsize(target) == size:
-        return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (target,), (), size, cached=True)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    temporary = os.path.join(os.path.dirname(target), f".tmp-{os.path.basename(target)}.{os.getpid()}.part")
-    try:
-        try:
-            os.link(video_path, temporary)
-        except OSError:
-            shutil.copyfile(video_path, temporary)
-        os.replace(temporary, target)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (target,), (), size, cached=False)
+def _from_copy(copy: VideoCopy, video_sha256: str) -> PreparedMedia:
+    return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (copy.path,), (), copy.num_bytes, copy.cached,
+                         copy.rebuilt_because)
+
+
+def _from_frames(frame_set: FrameSet, video_sha256: str) -> PreparedMedia:
+    return PreparedMedia(video_sha256, FRAME_CONTENT_TYPE, frame_set.frame_files, frame_set.frame_indices,
+                         frame_set.total_bytes, frame_set.cached, frame_set.rebuilt_because)
 
 
 def prepare_one(
-    video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: Optional[str] = None
+    video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: Optional[str] = None,
+    full_check: bool = False,
 ) -> PreparedMedia:
     """Produce one video's media (run inside worker processes); hashes the video unless ``digest`` is given."""
     digest = digest or file_digest(video_path)
     if native:
-        try:
-            return store_video(video_path, digest, media_dir)
-        except OSError as error:
-            raise VideoError(f"{video_path}: cannot copy to {media_dir} ({error.strerror or error})") from None
-    frame_set: FrameSet = extract_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest)
-    return PreparedMedia(
-        video_sha256=digest,
-        content_type=FRAME_CONTENT_TYPE,
-        paths=frame_set.frame_files,
-        frame_indices=frame_set.frame_indices,
-        num_bytes=frame_set.total_bytes,
-        cached=frame_set.cached,
-    )
+        return _from_copy(store_video(video_path, digest, media_dir, full_check), digest)
+    frames_dir = os.path.join(media_dir, FRAMES_FOLDER)
+    return _from_frames(extract_frames(video_path, frames_dir, options, digest, full_check), digest)
 
 
-def _safe_prepare(
-    video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str
-) -> Union[PreparedMedia, str]:
+def cached_media(
+    video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str, full_check: bool
+) -> Tuple[Optional[PreparedMedia], Optional[str]]:
+    """The verified cached media of one video, or None and why an existing entry is not trusted."""
+    if native:
+        copy, problem = check_copy(video_path, digest, media_dir, full_check)
+        return (_from_copy(copy, digest) if copy is not None else None), problem
+    frames_dir = os.path.join(media_dir, FRAMES_FOLDER)
+    key = frames_key(digest, options)
+    directory = frames_directory(frames_dir, key)
+    checked = cached_entry(video_path, frames_dir, directory, digest, options, full_check)
+    if checked.manifest is None:
+        return None, checked.problem
+    return _from_frames(frame_set_from(key, directory, checked.manifest, cached=True), digest), None
+
+
+Outcome = Union[PreparedMedia, Failure]
+
+
+def _safe(call: Callable[[], PreparedMedia], video_path: str) -> Outcome:
     try:
-        return prepare_one(video_path, media_dir, native, options, digest)
+        return call()
+    except MediaWriteError as error:
+        return Failure(str(error), MediaWriteError.fix)
     except VideoError as error:
-        return str(error)
+        return Failure(str(error))
     except OSError as error:
-        return f"{video_path}: {error}"
+        return Failure(f"{video_path}: {error}")
+
+
+def _safe_prepare(video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str,
+                  full_check: bool) -> Outcome:
+    return _safe(lambda: prepare_one(video_path, media_dir, native, options, digest, full_check), video_path)
 
 
 def prepare_media(
@@ -139,11 +168,16 @@ def prepare_media(
     options: FrameOptions,
     jobs: int = 1,
     progress: bool = True,
+    full_check: bool = False,
 ) -> PreparationReport:
-    """Prepare the media of every distinct video, in parallel worker processes when ``jobs`` > 1.
+    """Prepare the media of every distinct video, in worker processes when more than one needs work.
 
-    Failures do not stop the others: every video is attempted, finished ones stay cached, and the
-    report lists each failure.
+    Cache hits are decided here, in this process (verified as :mod:`helm_roboreward.frame_cache` and
+    :mod:`helm_roboreward.video_copies` describe; ``full_check`` re-reads every cached file); workers
+    are started only for the videos that need work, never more than there are. Failures do not stop
+    the others: every video is attempted, finished ones stay cached, and the report lists each failure
+    and each untrusted entry that was rebuilt. On SIGTERM or SIGINT the queued videos are cancelled and
+    the workers stopped; workers also stop by themselves when this process dies.
     """
     started = time.perf_counter()
     _check_writable(media_dir)
@@ -154,32 +188,136 @@ def prepare_media(
         try:
             paths_by_digest.setdefault(file_digest(path), []).append(path)
         except OSError as error:
-            report.failures[path] = f"{path}: cannot read ({error.strerror or error})"
+            report.failures[path] = Failure(f"{path}: cannot read ({error.strerror or error})")
     label = "videos" if native else "frames"
     bar = tqdm(total=len(paths_by_digest), desc=f"roboreward {label}", unit="video", disable=not progress)
-    if jobs <= 1 or len(paths_by_digest) <= 1:
-        for digest, paths in paths_by_digest.items():
-            _record(report, paths, _safe_prepare(paths[0], media_dir, native, options, digest))
+    misses: List[Tuple[str, List[str]]] = []
+    for digest, paths in paths_by_digest.items():
+        hit = _safe_lookup(paths[0], media_dir, native, options, digest, full_check)
+        if isinstance(hit, tuple):
+            if hit[1] is not None:
+                report.rebuilt[paths[0]] = hit[1]
+            misses.append((digest, paths))
+        else:
+            _record(report, paths, hit)
             bar.update(1)
-    else:
-        # "spawn": forking a process that runs threads (helm-run, tqdm's monitor) and FFmpeg can deadlock the child.
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures: List[Tuple[List[str], Future[Union[PreparedMedia, str]]]] = [
-                (paths, pool.submit(_safe_prepare, paths[0], media_dir, native, options, digest))
-                for digest, paths in paths_by_digest.items()
-            ]
-            for paths, future in futures:
-                _record(report, paths, future.result())
-                bar.update(1)
+    for paths, outcome in _run(misses, media_dir, native, options, jobs, full_check, report):
+        _record(report, paths, outcome)
+        bar.update(1)
     bar.close()
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _record(report: PreparationReport, paths: List[str], outcome: Union[PreparedMedia, str]) -> None:
+def _safe_lookup(video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str,
+                 full_check: bool) -> Union[Outcome, Tuple[None, Optional[str]]]:
+    """A cache hit (or the failure a full check found), or ``(None, why an entry was distrusted or None)``."""
+    found: List[Tuple[Optional[PreparedMedia], Optional[str]]] = []
+
+    def lookup() -> PreparedMedia:
+        found.append(cached_media(video_path, media_dir, native, options, digest, full_check))
+        return found[-1][0] or _MISS
+
+    outcome = _safe(lookup, video_path)  # a full check probes the video and may find it broken
+    if isinstance(outcome, Failure):
+        return outcome
+    return outcome if outcome is not _MISS else (None, found[-1][1])
+
+
+_MISS = PreparedMedia("", "", (), (), 0, cached=False)
+"""Stands for "not in the cache" inside :func:`_safe_lookup`."""
+
+
+def _run(
+    misses: List[Tuple[str, List[str]]], media_dir: str, native: bool, options: FrameOptions, jobs: int,
+    full_check: bool, report: PreparationReport,
+) -> Iterator[Tuple[List[str], Outcome]]:
+    """Prepare the misses: here for one (or ``jobs`` <= 1), else in ``min(jobs, misses)`` spawned workers."""
+    if jobs <= 1 or len(misses) <= 1:
+        for digest, paths in misses:
+            yield paths, _safe_prepare(paths[0], media_dir, native, options, digest, full_check)
+        return
+    workers = min(jobs, len(misses))
+    report.workers = workers
+    # "spawn": forking a process that runs threads (helm-run, tqdm's monitor) and FFmpeg can deadlock the child.
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_watch_parent, initargs=(os.getpid(),))
+    with _StopOnSignals(pool):
+        try:
+            futures: List[Tuple[List[str], Future[Outcome]]] = [
+                (paths, pool.submit(_safe_prepare, paths[0], media_dir, native, options, digest, full_check))
+                for digest, paths in misses
+            ]
+            for paths, future in futures:
+                yield paths, future.result()
+        except BaseException:
+            _stop(pool)
+            raise
+    pool.shutdown(wait=True)
+
+
+PARENT_CHECK_SECONDS = 0.5
+"""How often a worker checks that the process that started it is alive."""
+
+
+def _watch_parent(parent: int) -> None:
+    """Worker initializer: exit as soon as the parent is gone (killed, even by SIGKILL), queued work or not."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="roboreward-parent-watch", daemon=True).start()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued videos and end the workers now (a video being written stays unfinished, never partial)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes: Dict[int, Any] = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        process.terminate()
+    for process in list(processes.values()):
+        process.join(timeout=5)
+
+
+class _Stopped(BaseException):
+    """SIGTERM arrived while workers ran: unwinds like KeyboardInterrupt, then the signal's default applies."""
+
+
+class _StopOnSignals:
+    """Within this block, SIGTERM and SIGINT stop the pool (main thread only; elsewhere nothing changes)."""
+
+    def __init__(self, pool: ProcessPoolExecutor) -> None:
+        self.pool = pool
+        self.previous: Dict[int, Any] = {}
+
+    def __enter__(self) -> "_StopOnSignals":
+        if threading.current_thread() is threading.main_thread():
+            self.previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_term)
+        return self
+
+    def _on_term(self, signum: int, frame: Any) -> None:
+        raise _Stopped()
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+        if kind is _Stopped:
+            _stop(self.pool)
+            signal.raise_signal(signal.SIGTERM)  # the previous handler (or the default: terminate) decides
+
+
+def _record(report: PreparationReport, paths: List[str], outcome: Outcome) -> None:
     for path in paths:
         if isinstance(outcome, PreparedMedia):
             report.media[path] = outcome
+            if outcome.rebuilt_because and paths[0] not in report.rebuilt:
+                report.rebuilt[paths[0]] = outcome.rebuilt_because
         else:
             report.failures[path] = outcome
 
@@ -201,10 +339,20 @@ def failures_by_row(rollouts: Sequence[Rollout], report: PreparationReport) -> L
     """One line per failed row: metadata line, file name, the error and what to do."""
     lines: List[str] = []
     for rollout in rollouts:
-        message: Optional[str] = report.failures.get(rollout.video_path)
-        if message is not None:
-            lines.append(
-                f"metadata line {rollout.row.line} ({rollout.row.file_name}): {message}. Re-download the subset "
-                f"{rollout.row.subset!r}, or remove the row from metadata.jsonl."
-            )
+        failure: Optional[Failure] = report.failures.get(rollout.video_path)
+        if failure is not None:
+            fix = failure.fix.replace("the subset,", f"the subset {rollout.row.subset!r},")
+            lines.append(f"metadata line {rollout.row.line} ({rollout.row.file_name}): {failure.message}. {fix}")
+    return lines
+
+
+def rebuilt_summary(report: PreparationReport, limit: int = 5) -> List[str]:
+    """Lines saying which cache entries were not trusted and rebuilt (empty when none)."""
+    if not report.rebuilt:
+        return []
+    reasons = list(report.rebuilt.values())
+    lines = [f"{len(reasons)} cache entr{'y was' if len(reasons) == 1 else 'ies were'} not trusted and rebuilt:"]
+    lines += [f"  {reason}" for reason in reasons[:limit]]
+    if len(reasons) > limit:
+        lines.append(f"  ... and {len(reasons) - limit} more")
     return lines

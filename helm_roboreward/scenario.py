@@ -33,7 +33,7 @@ from helm_roboreward.data_source import resolve_data_source
 from helm_roboreward.dataset import DataError, Rollout, load_rollouts
 from helm_roboreward.frames import FrameOptions
 from helm_roboreward.media_store import write_atomically
-from helm_roboreward.preparation import PreparedMedia, failures_by_row, prepare_media
+from helm_roboreward.preparation import PreparedMedia, failures_by_row, prepare_media, rebuilt_summary
 from helm_roboreward.prompt import build_prompt
 from helm_roboreward.routing import FRAMES, NATIVE, VIDEO_MODES
 from helm_roboreward.viewer import recorded_path
@@ -111,6 +111,8 @@ class RoboRewardScenario(Scenario):
                 f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
                 f"(the other videos are prepared and cached):\n" + "\n".join(lines)
             )
+        for line in rebuilt_summary(report):
+            hlog(f"RoboReward: {line}")
         hlog(
             f"RoboReward: {len(rollouts)} rows from {source.description} (revision {source.revision}); "
             f"media in {media_dir}: {len(report.media)} videos, {report.cache_hits} from cache, "

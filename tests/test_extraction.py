@@ -29,6 +29,7 @@ from helm_roboreward.extraction import (
     probe_video,
 )
 from helm_roboreward.frames import FrameOptions, select_frame_indices
+from helm_roboreward.media_store import STAMP_FILE
 
 try:
     import videos
@@ -432,7 +433,9 @@ def test_jpegs_and_manifest(clip73: Path, tmp_path: Path) -> None:
         assert os.path.isabs(path) and os.path.isfile(path)
         with Image.open(path) as image:
             assert image.format == "JPEG"
-    assert sorted(p.name for p in directory.iterdir()) == sorted([*manifest["files"], MANIFEST_FILE])
+    assert sorted(p.name for p in directory.iterdir()) == sorted([*manifest["files"], MANIFEST_FILE, STAMP_FILE])
+    assert manifest["sha256"] == [file_digest(path) for path in frame_set.frame_files]
+    assert manifest["video_sha256"] == file_digest(str(clip73)) and manifest["probed_frames"] == 73
     assert leftovers(tmp_path) == []
 
 

@@ -34,7 +34,8 @@ from typing import Any, Callable, Counter, Dict, List, Tuple
 
 import pytest
 
-from helm_roboreward.extraction import MANIFEST_FILE, read_manifest
+from helm_roboreward.frame_cache import read_manifest
+from helm_roboreward.media_store import MANIFEST_FILE
 from tests.fake_openai_server import FakeModelServer, Recorded, Reply, media_parts
 from tests.helm_harness import (
     SAMPLE,
@@ -93,9 +94,13 @@ def file_states(folder: Path) -> Dict[str, Tuple[int, int]]:
 
 
 def contents(folder: Path) -> Dict[str, str]:
-    """Every file under ``folder``: relative path -> sha256 of its bytes."""
+    """Every file under ``folder``: relative path -> sha256 of its bytes.
+
+    Verification stamps are left out: they record inode numbers and change times, which are this machine's
+    and this moment's by design (media_store).
+    """
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in folder.rglob("*") if p.is_file()}
+            for p in folder.rglob("*") if p.is_file() and not p.name.endswith("verified.json")}
 
 
 def temporary_files(folder: Path) -> List[str]:

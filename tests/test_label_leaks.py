@@ -1,6 +1,7 @@
 """No label, file name, subset folder or label check reaches a model: the whole sample via helm-run, all scanned.
 
-One ``helm-run`` subprocess evaluates the whole bundled sample (``subset=all``) with
+One ``helm-run`` subprocess evaluates the whole bundled sample (``subset=all``), as a local copy whose every
+video carries its file name and stem (``..._score_<k>``, the label) in its ``title`` and ``comment`` tags, with
 
 - a frames model: ``meta/llama-4-scout-17b-16e-instruct`` (deployment ``vllm/...``, JPEG frames),
 - a native-video model: ``teetone/roboreward-8b`` (deployment ``vllm/roboreward-8b``, the mp4),
@@ -26,6 +27,7 @@ import collections
 import io
 import json
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +36,10 @@ from typing import Any, Dict, Iterator, List, Sequence, Tuple
 import av
 import pytest
 
+from helm_roboreward.run_specs import data_label
 from tests.fake_openai_server import CHAT, FakeModelServer, Recorded, Reply, media_parts, without_media_payloads
 from tests.helm_harness import (
+    SAMPLE,
     TIMEOUT,
     check_completed,
     helm_environment,
@@ -46,6 +50,7 @@ from tests.helm_harness import (
     sha256,
 )
 from tests.test_prompt import EXPECTED_PREFIX
+from tests.videos import make_tagged_copy
 
 RUBRIC = EXPECTED_PREFIX  # the PROTOCOL text, kept once in tests/test_prompt.py
 """PROTOCOL section 3, verbatim (the prompt published on the RoboReward model cards), up to the task."""
@@ -71,8 +76,22 @@ MODELS = [
 FAKE_MODELS = [m for m in MODELS if m.served]
 
 
-def run_name(model: Model) -> str:
-    return f"roboreward:subset=all,data=sample,video={model.mode},model={model.run_model}"
+def run_name(model: Model, data: Path) -> str:
+    return f"roboreward:subset=all,data={data_label(str(data))},video={model.mode},model={model.run_model}"
+
+
+def tagged_sample(root: Path) -> Path:
+    """The sample with every video's container tags holding its file name and stem (``..._score_<k>``).
+
+    Real files could carry such tags; the native-video copies must not pass them on (and the frames carry none).
+    """
+    for row in sample_rows():
+        name = str(row["file_name"])
+        target = root / "test" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        make_tagged_copy(SAMPLE / name, target, title=name.rsplit("/", 1)[-1].rsplit(".", 1)[0], comment=name)
+    shutil.copyfile(SAMPLE / "metadata.jsonl", root / "test" / "metadata.jsonl")
+    return root
 
 
 # --------------------------------------------------------------------------------------------- what must not leak
@@ -135,21 +154,23 @@ class LeakRun:
     workdir: Path
     runs: Path
     requests: List[Recorded]
+    data: Path
 
     def states(self, model: Model) -> List[Dict[str, Any]]:
-        return request_states(self.runs / run_name(model))
+        return request_states(self.runs / run_name(model, self.data))
 
 
 @pytest.fixture(scope="module")
 def leak_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LeakRun]:
     workdir = tmp_path_factory.mktemp("leaks")
-    entries = [f"roboreward:subset=all,data=sample,model={m.entry_model}" for m in MODELS]
+    data = tagged_sample(workdir / "data")
+    entries = [f"roboreward:subset=all,data={data},model={m.entry_model}" for m in MODELS]
     with FakeModelServer(scripted) as fake:
         local = private_local_path(workdir / "local", fake)
         process = subprocess.run(helm_run_command(entries, "leaks", local), cwd=workdir, env=helm_environment(fake),
                                  capture_output=True, text=True, timeout=TIMEOUT)
         check_completed(process, "helm-run")
-        yield LeakRun(workdir, workdir / "benchmark_output" / "runs" / "leaks", fake.requests)
+        yield LeakRun(workdir, workdir / "benchmark_output" / "runs" / "leaks", fake.requests, data)
 
 
 # --------------------------------------------------------------------------------------------- scanning helpers
@@ -299,3 +320,11 @@ def test_the_scan_would_see_a_leak() -> None:
     assert forbidden.hits("x/" + str(row["file_name"]).split("/", 1)[0] + "/y.jpg", "subset folder")
     assert forbidden.hits("clip_attempt_0_score_3.mp4", "label pattern")
     assert forbidden.hits(RUBRIC + str(row["task"]), "prompt", subsets_anywhere=True) == []
+
+
+def test_the_data_carries_labels_in_its_tags(leak_run: LeakRun) -> None:
+    """The scan of mp4 metadata above is not vacuous: every source video the models' copies came from leaks."""
+    forbidden = forbidden_strings()
+    for row in sample_rows():
+        values = mp4_metadata((leak_run.data / "test" / str(row["file_name"])).read_bytes())
+        assert forbidden.hits(" ".join(values), str(row["file_name"])), values

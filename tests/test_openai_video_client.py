@@ -24,8 +24,8 @@ from helm.proxy.retry import retry_if_request_failed
 from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
 from helm_roboreward.extraction import extract_frames
 from helm_roboreward.frames import FrameOptions
-from helm_roboreward.preparation import store_video
 from helm_roboreward.prompt import build_prompt
+from helm_roboreward.video_copies import store_video
 from tests.fake_openai_server import (
     CHAT,
     FailFirst,
@@ -161,7 +161,7 @@ def test_file_url_transport_sends_the_content_addressed_copy(fake: FakeModelServ
                                                              tmp_path: Path) -> None:
     media_dir = tmp_path / "benchmark_output" / "scenarios" / "roboreward"
     digest = sha256(leaky_video.read_bytes())
-    copy = Path(store_video(str(leaky_video), digest, str(media_dir)).paths[0])
+    copy = Path(store_video(str(leaky_video), digest, str(media_dir)).path)
     assert copy.read_bytes() == leaky_video.read_bytes()
 
     client = make_client(fake.base_url, video_transport="file_url")

@@ -55,7 +55,8 @@ def test_helm_run_scenario_after_prepare_decodes_nothing(tmp_path, monkeypatch):
 def test_native_prepare_copies_content_addressed_videos(tmp_path, capsys):
     out = tmp_path / "o"
     assert cli.main(["prepare", "--data", "sample", "--video", "native", "--output-path", str(out), "--quiet"]) == 0
-    videos = [name for _, _, names in os.walk(out / "scenarios" / "roboreward" / "videos") for name in names]
+    videos = [name for _, _, names in os.walk(out / "scenarios" / "roboreward" / "videos") for name in names
+              if name.endswith(".mp4")]
     assert len(videos) == len(distinct_videos()) > 0
     assert sorted(videos) == sorted(f"{digest[:32]}.mp4" for digest in distinct_videos())
     assert all(len(name) == len("0" * 32 + ".mp4") and "score" not in name for name in videos)

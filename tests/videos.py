@@ -349,3 +349,17 @@ def decode_error_after(path: PathLike) -> Optional[str]:
 def frame_numbers(arrays: Sequence[np.ndarray]) -> List[int]:
     """The frame number of each array."""
     return [frame_number_of(array) for array in arrays]
+
+
+def make_tagged_copy(source: PathLike, target: PathLike, **tags: str) -> Path:
+    """``source`` remuxed by stream copy with container tags set: the same video stream, other metadata."""
+    with av.open(str(source)) as inp, av.open(str(target), "w", format="mp4") as out:
+        stream = out.add_stream_from_template(inp.streams.video[0])
+        for key, value in tags.items():
+            out.metadata[key] = value
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is None:
+                continue
+            packet.stream = stream
+            out.mux(packet)
+    return Path(target)
