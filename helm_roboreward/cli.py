@@ -43,17 +43,23 @@ def add_frame_options(parser: argparse.ArgumentParser) -> None:
 def _prepare(args: argparse.Namespace) -> int:
     from helm_roboreward.data_source import resolve_data_source
     from helm_roboreward.dataset import collect_rollouts
-    from helm_roboreward.preparation import failures_by_row, prepare_media
+    from helm_roboreward.preparation import failures_by_row, prepare_media, rebuilt_summary
+    from helm_roboreward.safe_paths import require_inside
 
     options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
                            max_frames=args.max_frames, max_side=args.max_side)
+    media_dir = scenario_media_dir(args.output_path)
+    # Before any work: the media folder must lie inside --output-path (a link planted at scenarios/ or
+    # scenarios/roboreward would send every frame elsewhere).
+    require_inside(media_dir, args.output_path, "media folder",
+                   "remove the link, or pass the folder it leads to as --output-path (helm-run -o)")
     subsets = None if args.subset == "all" else [args.subset]
     source = resolve_data_source(args.data, args.revision, subsets)
     rollouts, problems = collect_rollouts(source.root, subsets, source.description, source.trusted_root)
-    media_dir = scenario_media_dir(args.output_path)
     jobs = args.jobs or os.cpu_count() or 1
+    # prepare checks every cached entry in full (digests, a probe per video): the command to run for certainty.
     report = prepare_media(rollouts, media_dir, args.video == "native", options, jobs=jobs,
-                           progress=not args.quiet)
+                           progress=not args.quiet, full_check=True)
     failures: List[str] = problems + failures_by_row(rollouts, report)
     print(f"roboreward prepare: {source.description} (revision {source.revision}) -> {media_dir}")
     print(f"  rows: {len(rollouts) + len(problems)}   distinct videos ready: {report.num_videos}"
@@ -62,7 +68,9 @@ def _prepare(args: argparse.Namespace) -> int:
         print(f"  frames: {report.num_frames}   bytes: {report.num_bytes:,}")
     else:
         print(f"  video bytes: {report.num_bytes:,}")
-    print(f"  seconds: {report.seconds:.1f}   jobs: {jobs}")
+    print(f"  seconds: {report.seconds:.1f}   jobs: {jobs}   workers started: {report.workers}")
+    for line in rebuilt_summary(report):
+        print(f"  {line}")
     if failures:
         print(f"  FAILED rows: {len(failures)} (the other videos are prepared and cached)", file=sys.stderr)
         for line in failures:
@@ -103,19 +111,30 @@ def build_parser() -> argparse.ArgumentParser:
                                 "prod_env/model_*.yaml into a folder (after a pip install there is no checkout).")
     files.add_argument("--out", default=".", help="the folder helm-run will run from (default: here)")
     files.add_argument("--force", action="store_true", help="overwrite files that differ")
+    files.add_argument("--data", action="append", default=[], metavar="DIR",
+                       help="a local copy whose subsets the schema must also cover (repeatable): subsets the "
+                       "benchmark does not know join the RoboReward leaderboard and its mean")
     files.set_defaults(handler=_files)
     return parser
 
 
 def _files(args: argparse.Namespace) -> int:
-    from helm_roboreward.project_files import ExistingFilesError, write_project_files
+    from helm_roboreward.project_files import ExistingFilesError, subsets_of_local_copy, write_project_files
+    from helm_roboreward.schema import local_subsets
 
+    subsets = [subset for data in args.data for subset in subsets_of_local_copy(data)]
     try:
-        written, unchanged = write_project_files(args.out, force=args.force)
+        written, unchanged = write_project_files(args.out, force=args.force, extra_subsets=subsets)
     except ExistingFilesError as error:
         raise ValueError(str(error)) from None
     for path in written:
         print(f"  wrote {path}")
+    extra = [subset.id for subset in local_subsets(subsets)]
+    if extra:
+        print(f"  the schema also covers {len(extra)} subset(s) of the local copy: {', '.join(extra)} (in the "
+              "RoboReward leaderboard and its mean)")
+    elif args.data:
+        print("  the local copy holds only known subsets: the schema is the standard one")
     print(f"roboreward files: {len(written)} written, {unchanged} already up to date, in {os.path.abspath(args.out)}")
     return 0
 

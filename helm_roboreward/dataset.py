@@ -8,6 +8,7 @@ all invalid rows are listed at once so a broken download is fixed in one go.
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -22,6 +23,16 @@ COUNTERFACTUAL = "counterfactual"
 ORIGINAL = "original"
 KINDS = (NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL)
 """Augmentation kinds (docs/protocol.md, section 1); the dataset has no field for them, they are inferred."""
+
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+"""Unicode categories that draw nothing: controls, format characters (U+200B..U+200D, U+2060, U+FEFF, ...),
+spaces and line/paragraph separators."""
+
+_BLANK_CHARACTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+"""Characters of other categories that also render as nothing (combining grapheme joiner, Hangul fillers, ...)."""
+
+_JSON_WHITESPACE = " \t\r"
+"""What may surround a JSON value on one line (RFC 8259; a newline ends the line)."""
 
 _CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
 _ARENA_NAME = re.compile(r"^(?P<episode>.+_\d+)_(?:left|right)$")
@@ -99,6 +110,29 @@ def episode_key(row: MetadataRow) -> str:
     return f"{row.subset}/{stem}"
 
 
+def has_visible_character(text: str) -> bool:
+    """True when ``text`` holds at least one character that is drawn (not whitespace, not zero-width)."""
+    return any(
+        not character.isspace()
+        and character not in _BLANK_CHARACTERS
+        and unicodedata.category(character) not in _INVISIBLE_CATEGORIES
+        for character in text
+    )
+
+
+def jsonl_lines(text: str) -> List[str]:
+    r"""The lines of a JSON Lines text: split at "\n" only, one trailing "\r" dropped per line.
+
+    ``str.splitlines`` would also split at U+2028, U+2029, U+0085, \x1c..\x1e, \x0b and \x0c; JSON allows the
+    first three raw inside strings, so a task holding one would become two broken rows and shift every later
+    line number.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def metadata_path(root: str) -> str:
     """The metadata file of the test split under a data root."""
     return os.path.join(root, TEST_SPLIT, METADATA_FILE)
@@ -128,8 +162,8 @@ def read_metadata(path: str) -> List[MetadataRow]:
     rows: List[MetadataRow] = []
     problems: List[str] = []
     first_line_of: Dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    for number, line in enumerate(jsonl_lines(text), start=1):
+        if not line.strip(_JSON_WHITESPACE):
             continue
         try:
             row = _parse_row(line, number)
@@ -190,8 +224,13 @@ def _parse_row(line: str, number: int) -> MetadataRow:
     if not isinstance(file_name, str):
         raise DataError(f"line {number}, field 'file_name': expected a string, got {type(file_name).__name__}")
     _check_file_name(file_name, number)
-    if not isinstance(task, str) or not task.strip():
+    if not isinstance(task, str) or not task:
         raise DataError(f"line {number}, field 'task': expected a non-empty string, got {task!r}")
+    if not has_visible_character(task):
+        raise DataError(
+            f"line {number}, field 'task': has no visible characters ({task!r}: only whitespace or zero-width "
+            "characters such as U+200B or U+FEFF); write the robot's task instruction"
+        )
     if isinstance(reward, bool) or not isinstance(reward, int):
         raise DataError(f"line {number}, field 'reward': expected an integer {MIN_SCORE}..{MAX_SCORE}, got {reward!r}")
     if not MIN_SCORE <= reward <= MAX_SCORE:
@@ -243,7 +282,7 @@ def locate_video(split_dir: str, row: MetadataRow, trusted_root: Optional[str] =
             Hugging Face cache links snapshot files to blobs, so it passes the repository cache folder.
 
     Raises:
-        DataError: The video is missing, not a regular file, empty, or resolves outside the data.
+        DataError: The video is missing, a folder or another non-regular file, empty, or resolves outside the data.
     """
     path = os.path.join(split_dir, *row.file_name.split("/"))
     where = f"{os.path.join(split_dir, METADATA_FILE)}, line {row.line}, field 'file_name'"
@@ -254,8 +293,16 @@ def locate_video(split_dir: str, row: MetadataRow, trusted_root: Optional[str] =
                         "Replace the link with the file itself.")
     if not os.path.exists(real):
         raise DataError(f"{where}: video {path} not found. Re-download the subset {row.subset!r}.")
+    if os.path.isdir(real):
+        raise DataError(
+            f"{where}: {path} is a folder, not a video file (not a regular file). Replace it with the mp4 the row "
+            f"names (Re-download the subset {row.subset!r}), or remove the row from {METADATA_FILE}."
+        )
     if not os.path.isfile(real):
-        raise DataError(f"{where}: {path} is not a regular file.")
+        raise DataError(
+            f"{where}: {path} is not a regular file (a device, socket or pipe). Replace it with the mp4 the row "
+            f"names (Re-download the subset {row.subset!r}), or remove the row from {METADATA_FILE}."
+        )
     if os.path.getsize(real) == 0:
         raise DataError(f"{where}: video {path} is empty (0 bytes). Re-download the subset {row.subset!r}.")
     return real

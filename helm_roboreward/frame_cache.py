@@ -123,9 +123,10 @@ def check_entry(
         problem = _files_problem(directory, files, manifest, seen)
     names = files + [MANIFEST_FILE]
     stamp = os.path.join(directory, STAMP_FILE)
-    if problem is None and (full or not stamps_match(directory, names, stamp, seen)):
+    unchanged = problem is None and stamps_match(directory, names, stamp, seen)
+    if problem is None and (full or not unchanged):
         problem = _contents_problem(directory, files, manifest, video_facts, decodable_frames)
-        if problem is None:
+        if problem is None and not unchanged:
             write_stamps(directory, names, stamp)
     if problem is not None:
         return EntryCheck(None, f"the frames in {directory} {problem}")

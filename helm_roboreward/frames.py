@@ -11,6 +11,22 @@ from typing import Dict, List, Tuple
 
 OFFICIAL_FRAMES_PER_SECOND = 1.0
 
+_INTEGRAL_DIGITS_LIMIT = 1e16
+"""Integral values below this are written as integers (``2``); larger ones by ``repr`` (``1e+16``)."""
+
+
+def exact_number(value: float) -> str:
+    """A number as run names show it: exactly, so that ``float(text) == value``.
+
+    Integral values read like integers (``2``, not ``2.0``, as ``%g`` wrote them before); every other value is
+    written by ``repr``, the shortest text that reads back as the same float (``0.25``, ``0.2500001``,
+    ``1e-07``). ``%g`` kept six digits, so ``fps=0.25`` and ``fps=0.2500001`` shared one run folder.
+    """
+    number = float(value)
+    if number.is_integer() and abs(number) < _INTEGRAL_DIGITS_LIMIT:
+        return str(int(number))
+    return repr(number)
+
 
 @dataclass(frozen=True)
 class FrameOptions:
@@ -50,10 +66,13 @@ class FrameOptions:
         return self == FrameOptions()
 
     def run_name_options(self) -> List[str]:
-        """The non-default options as run-name parts (``fps=0.5``, ``last_frame=1``, ...), in a fixed order."""
+        """The non-default options as run-name parts (``fps=0.5``, ``last_frame=1``, ...), in a fixed order.
+
+        Every value appears exactly (:func:`exact_number`), so different options never share a run name.
+        """
         parts = []
         if self.frames_per_second != OFFICIAL_FRAMES_PER_SECOND:
-            parts.append(f"fps={self.frames_per_second:g}")
+            parts.append(f"fps={exact_number(self.frames_per_second)}")
         if self.include_last_frame:
             parts.append("last_frame=1")
         if self.max_frames:

@@ -4,7 +4,8 @@ A pip install has no checkout, so the README's commands (``--conf-paths run_spec
 ``--schema-path static/...``, ``--local-path prod_env``) need these files written into the folder
 helm-run runs from. The repository's copies are the same text (a test keeps them equal):
 
-- ``static/schema_roboreward.yaml``: the leaderboard schema (:mod:`helm_roboreward.schema`);
+- ``static/schema_roboreward.yaml``: the leaderboard schema (:mod:`helm_roboreward.schema`); with ``--data
+  <dir>`` it also covers the subsets of that local copy the benchmark does not know;
 - ``run_specs/roboreward.conf``: the official leaderboard, one entry per subset, ``model=vlm``;
 - ``run_specs/roboreward_sample.conf``: the offline demo on the bundled sample;
 - ``prod_env/model_metadata.yaml`` and ``prod_env/model_deployments.yaml``: the package's models
@@ -14,8 +15,10 @@ helm-run runs from. The repository's copies are the same text (a test keeps them
 import os
 from typing import Dict, List, Sequence, Tuple
 
-from helm_roboreward.benchmark import OFFICIAL_SUBSETS, SAMPLE_SUBSETS
+from helm_roboreward.benchmark import METADATA_FILE, OFFICIAL_SUBSETS, SAMPLE_SUBSETS, TEST_SPLIT
+from helm_roboreward.dataset import DataError, metadata_path, read_metadata
 from helm_roboreward.model_registry import MODEL_DEPLOYMENTS_FILE, MODEL_METADATA_FILE, config_dir
+from helm_roboreward.safe_paths import require_inside, write_inside
 from helm_roboreward.schema import render_schema
 
 SCHEMA_PATH = os.path.join("static", "schema_roboreward.yaml")
@@ -54,13 +57,32 @@ def sample_conf() -> str:
     )
 
 
-def generated_texts() -> Dict[str, str]:
-    """``relative path -> text`` of every generated file."""
-    texts = {SCHEMA_PATH: render_schema(), LEADERBOARD_CONF: leaderboard_conf(), SAMPLE_CONF: sample_conf()}
+def generated_texts(extra_subsets: Sequence[str] = ()) -> Dict[str, str]:
+    """``relative path -> text`` of every generated file.
+
+    Args:
+        extra_subsets: Subsets of local copies the schema must also cover
+            (:func:`helm_roboreward.schema.build_schema`).
+    """
+    texts = {SCHEMA_PATH: render_schema(extra_subsets), LEADERBOARD_CONF: leaderboard_conf(),
+             SAMPLE_CONF: sample_conf()}
     for name in (MODEL_METADATA_FILE, MODEL_DEPLOYMENTS_FILE):
         with open(os.path.join(config_dir(), name), encoding="utf-8") as handle:
             texts[os.path.join("prod_env", name)] = handle.read()
     return texts
+
+
+def subsets_of_local_copy(data: str) -> List[str]:
+    """The subset ids of a local copy (``<data>/test/metadata.jsonl``), in order of first appearance.
+
+    Raises:
+        DataError: ``data`` is not a folder, or its metadata is missing or invalid (the message says which row).
+    """
+    if not os.path.isdir(data):
+        raise DataError(f"--data {data!r}: not a folder. Give the folder of a local copy holding "
+                        f"{TEST_SPLIT}/{METADATA_FILE} (the hub and the bundled sample hold only known subsets).")
+    rows = read_metadata(metadata_path(data))
+    return list(dict.fromkeys(row.subset for row in rows))
 
 
 class ExistingFilesError(Exception):
@@ -68,6 +90,8 @@ class ExistingFilesError(Exception):
 
 
 def _same_text(path: str, text: str) -> bool:
+    if os.path.islink(path):
+        return False  # never read through a link (it may lead anywhere); with --force it is replaced by the file
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read() == text
@@ -75,32 +99,43 @@ def _same_text(path: str, text: str) -> bool:
         return False
 
 
-def write_project_files(folder: str, force: bool = False) -> Tuple[List[str], int]:
+_FIX = "remove the link or file, or choose another --out"
+
+
+def write_project_files(folder: str, force: bool = False, extra_subsets: Sequence[str] = ()) -> Tuple[List[str], int]:
     """Write every generated file under ``folder`` that is missing or differs.
 
-    Files that already hold the same text (in a checkout, the repository's own) are left alone.
+    Files that already hold the same text (in a checkout, the repository's own) are left alone. Every file
+    is written atomically through a unique temporary file in its folder (a link planted at the file or at a
+    temporary name is replaced, never written through), and only inside ``folder``: a folder on the way
+    that is a link leading out of it stops the command before anything is written.
+
+    Args:
+        folder: The folder helm-run will run from.
+        force: Overwrite files that exist with other content.
+        extra_subsets: Subsets of local copies the schema must also cover.
 
     Returns:
         The paths written, and how many files were already up to date.
 
     Raises:
         ExistingFilesError: Some files exist with other content and ``force`` is not set; nothing is written.
+        UnsafePathError: A path would leave ``folder``; nothing is written.
         OSError: A file cannot be written.
     """
-    texts = {os.path.join(folder, relative): text for relative, text in generated_texts().items()}
+    relative_texts = generated_texts(extra_subsets)
+    texts = {os.path.join(folder, relative): text for relative, text in relative_texts.items()}
+    for path in texts:
+        require_inside(os.path.dirname(path), folder, "folder", _FIX)  # before anything is written
     pending = {path: text for path, text in texts.items() if not _same_text(path, text)}
-    conflicts = [path for path in pending if os.path.lexists(path)]
+    conflicts = [path + (" (a symbolic link)" if os.path.islink(path) else "")
+                 for path in pending if os.path.lexists(path)]
     if conflicts and not force:
         raise ExistingFilesError(
             f"{len(conflicts)} file(s) exist with other content: {', '.join(conflicts)}. Move them away or pass "
             "--force to overwrite them."
         )
-    for path, text in pending.items():
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if os.path.islink(path):
-            os.unlink(path)  # replace a link by the file rather than writing through it
-        temporary = path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
+    for relative, text in relative_texts.items():
+        if os.path.join(folder, relative) in pending:
+            write_inside(folder, relative.replace(os.sep, "/"), text.encode("utf-8"), _FIX)
     return list(pending), len(texts) - len(pending)

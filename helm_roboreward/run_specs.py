@@ -4,12 +4,15 @@ Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,vid
 fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,layout=<official|one_message>,
 decoding=<official|greedy>,failed=<max_error|skip>,jobs=<int>,model=<...>``.
 Every argument but ``jobs`` (which changes no result) appears in the run name when it is not the default and
-changes what runs (frame options for frames only; ``layout``/``decoding`` where the deployment serves them).
+changes what runs (frame options for frames only; ``layout``/``decoding`` where the deployment serves them), and
+it appears exactly: numbers by :func:`helm_roboreward.frames.exact_number`, the revision percent-encoded
+(:func:`revision_label`), a local data folder as its name and a hash of its absolute path (:func:`data_label`).
 """
 
 import hashlib
 import os
 import re
+import urllib.parse
 from typing import Any, Dict, List, Union
 
 from helm.benchmark.adaptation.adapter_spec import ADAPT_GENERATION_MULTIMODAL, AdapterSpec
@@ -61,6 +64,25 @@ def data_label(data: str) -> str:
     return f"{folder}-{hashlib.sha256(absolute.encode('utf-8')).hexdigest()[:8]}"
 
 
+def revision_label(revision: str) -> str:
+    """The ``revision`` value as it appears in a run name: percent-encoded, so it stays one folder and exact.
+
+    Hub revisions may hold slashes (``refs/pr/1``), which would split the run folder; letters, digits and
+    ``_.-~`` are kept, so branch, tag and commit names read as given (``v1.0``, ``main``, a sha). The
+    encoding is one-to-one (``%`` itself is encoded), so two revisions never share a name.
+    """
+    return urllib.parse.quote(revision, safe="")
+
+
+def _check_subset_name(subset: str) -> None:
+    """A subset id is a folder name under ``test/``; anything else would move the run folder (its name holds it)."""
+    if subset in ("", ".", "..") or any(character in subset for character in "/\\\x00"):
+        raise ValueError(
+            f"roboreward: subset={subset!r} is not a subset id: give the name of a folder under the data's test/ "
+            "folder (no '/', '\\', '.' or '..'), or subset=all"
+        )
+
+
 def subset_group(subset: str) -> str:
     """The run group of one subset (a leaderboard column)."""
     return f"roboreward_{subset}"
@@ -106,6 +128,7 @@ def get_roboreward_spec(
                          "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the rest)")
     if data != "hf" and revision != DATASET_REVISION:
         raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
+    _check_subset_name(subset)
     _check_subset(subset, data)
     try:
         options = FrameOptions(
@@ -144,7 +167,7 @@ def _run_name(subset: str, data: str, revision: str, video: str, options: FrameO
     if data != "hf":
         parts.append(f"data={data_label(data)}")
     if revision != DATASET_REVISION:
-        parts.append(f"revision={revision}")
+        parts.append(f"revision={revision_label(revision)}")
     parts.append(f"video={video}")
     parts += options.run_name_options()
     if failed != DEFAULT_FAILED_POLICY:

@@ -3,23 +3,33 @@
 Generating it keeps subset ids, display names, order and robots in one place
 (:mod:`helm_roboreward.benchmark`); a test checks that the committed file is up to date.
 Regenerate with ``python -m helm_roboreward.schema static/schema_roboreward.yaml``.
+
+A local copy may hold subsets the benchmark does not know. HELM leaves a run whose group the schema does
+not define out of every table, so the leaderboard's mean would silently skip them while ``roboreward
+report`` counts them: ``roboreward files --data <dir>`` writes a schema with ``extra_subsets`` (each gets a
+group after the official ones, in the parent "RoboReward" group, so the mean covers it; display name = id,
+robot Unknown).
 """
 
 import sys
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 import yaml
 
 from helm_roboreward.benchmark import (
+    ALL_KNOWN_SUBSETS,
     DATASET_URL,
     OFFICIAL_SUBSETS,
     PAPER_URL,
     ROBOTS,
     SAMPLE_SUBSETS,
+    UNKNOWN_ROBOT,
     Subset,
     robot_slug,
+    subset_info,
 )
 from helm_roboreward.dataset import KINDS
+from helm_roboreward.media_store import write_atomically
 from helm_roboreward.metrics import KIND_MAE_PREFIX, ROBOT_MAE_PREFIX, SUBSET_MAE_PREFIX
 from helm_roboreward.run_specs import subset_group
 
@@ -56,7 +66,17 @@ def _metric(name: str, display: str, description: str, lower_is_better: Any = No
     return field
 
 
-def _metrics() -> List[Dict[str, Any]]:
+def local_subsets(extra_subsets: Sequence[str]) -> Tuple[Subset, ...]:
+    """The registry entries of the subsets a schema must cover beyond the known ones, sorted, without duplicates.
+
+    Known subsets (official or sample) already have their group; ``all`` cannot be a subset's own run
+    (``subset=all`` means every subset), so neither is added.
+    """
+    wanted = sorted({subset for subset in extra_subsets if subset not in ALL_KNOWN_SUBSETS and subset != "all"})
+    return tuple(subset_info(subset) for subset in wanted)
+
+
+def _metrics(extra: Sequence[Subset] = ()) -> List[Dict[str, Any]]:
     metrics = [
         _metric("abs_error", "MAE", "Mean absolute error between the parsed score and the human label "
                 "(1..5 scale; unparseable answers count 4).", True),
@@ -88,11 +108,12 @@ def _metrics() -> List[Dict[str, Any]]:
     ]
     metrics += [_metric(KIND_MAE_PREFIX + kind, f"MAE ({kind})", f"MAE on {_KIND_DESCRIPTIONS[kind]}.", True)
                 for kind in KINDS]
+    robots = ROBOTS + ([UNKNOWN_ROBOT] if extra and UNKNOWN_ROBOT not in ROBOTS else [])
     metrics += [_metric(ROBOT_MAE_PREFIX + robot_slug(robot), f"MAE ({robot})", f"MAE on {robot} rollouts.", True)
-                for robot in ROBOTS]
+                for robot in robots]
     metrics += [_metric(SUBSET_MAE_PREFIX + subset.id, f"MAE ({subset.display_name})",
                         f"MAE on the {subset.display_name} subset.", True)
-                for subset in OFFICIAL_SUBSETS + SAMPLE_SUBSETS]
+                for subset in OFFICIAL_SUBSETS + tuple(extra) + SAMPLE_SUBSETS]
     return metrics
 
 
@@ -101,7 +122,7 @@ def _group_of_metrics(name: str, display: str, metrics: Sequence[str], **extra: 
             "metrics": [{"name": metric, "split": "${main_split}"} for metric in metrics]}
 
 
-def _metric_groups() -> List[Dict[str, Any]]:
+def _metric_groups(extra: Sequence[Subset] = ()) -> List[Dict[str, Any]]:
     return [
         _group_of_metrics("accuracy", "MAE (lower is better)", ["${main_name}"], aggregation_strategies=["mean"]),
         _group_of_metrics("failure_modes", "Failure modes", list(FAILURE_MODE_METRICS), hide_win_rates=True),
@@ -109,7 +130,8 @@ def _metric_groups() -> List[Dict[str, Any]]:
         _group_of_metrics("kind_breakdown", "MAE by augmentation kind",
                           [KIND_MAE_PREFIX + kind for kind in KINDS], hide_win_rates=True),
         _group_of_metrics("macro", "Macro MAE over subsets",
-                          ["macro_mae", "num_subsets"] + [SUBSET_MAE_PREFIX + s.id for s in OFFICIAL_SUBSETS],
+                          ["macro_mae", "num_subsets"]
+                          + [SUBSET_MAE_PREFIX + s.id for s in OFFICIAL_SUBSETS + tuple(extra)],
                           hide_win_rates=True),
         _group_of_metrics("general_information", "General information",
                           ["num_instances", "eval_coverage", "failed_request", "num_frames", "media_bytes",
@@ -118,8 +140,7 @@ def _metric_groups() -> List[Dict[str, Any]]:
     ]
 
 
-def _subset_group(subset: Subset, sample: bool) -> Dict[str, Any]:
-    origin = "bundled offline sample (simulated)" if sample else "RoboRewardBench test split"
+def _subset_group(subset: Subset, origin: str) -> Dict[str, Any]:
     return {
         "name": subset_group(subset.id),
         "display_name": subset.display_name,
@@ -134,15 +155,21 @@ def _subset_group(subset: Subset, sample: bool) -> Dict[str, Any]:
     }
 
 
-def build_schema() -> Dict[str, Any]:
-    """The schema as a YAML-ready dict."""
+def build_schema(extra_subsets: Sequence[str] = ()) -> Dict[str, Any]:
+    """The schema as a YAML-ready dict.
+
+    Args:
+        extra_subsets: Subset ids of a local copy; those the benchmark does not know get a group after the
+            official ones, inside the parent "RoboReward" group (see :func:`local_subsets`).
+    """
+    extra = local_subsets(extra_subsets)
     description = (f"RoboRewardBench: vision-language models score robot rollout videos 1..5 "
                    f"([paper]({PAPER_URL}), [dataset]({DATASET_URL})). Mean absolute error per subset; "
                    "the mean column is the unweighted mean over subsets, the official overall number.")
     run_groups: List[Dict[str, Any]] = [
         {"name": PARENT_GROUP, "display_name": "RoboReward", "description": description, "category": CATEGORY,
          "subgroup_metric_groups_hidden": HIDDEN_IN_LEADERBOARD,
-         "subgroups": [subset_group(subset.id) for subset in OFFICIAL_SUBSETS]},
+         "subgroups": [subset_group(subset.id) for subset in OFFICIAL_SUBSETS + extra]},
         {"name": SAMPLE_GROUP, "display_name": "RoboReward sample (offline demo)",
          "description": "The bundled simulated sample; not comparable with the benchmark.", "category": CATEGORY,
          "subgroup_metric_groups_hidden": HIDDEN_IN_LEADERBOARD,
@@ -153,15 +180,22 @@ def build_schema() -> Dict[str, Any]:
                                                   "kind_breakdown", "general_information"],
          "environment": {"main_name": "abs_error", "main_split": "test"}},
     ]
-    run_groups += [_subset_group(subset, sample=False) for subset in OFFICIAL_SUBSETS]
-    run_groups += [_subset_group(subset, sample=True) for subset in SAMPLE_SUBSETS]
-    return {"metrics": _metrics(), "perturbations": [], "metric_groups": _metric_groups(), "run_groups": run_groups}
+    run_groups += [_subset_group(subset, "RoboRewardBench test split") for subset in OFFICIAL_SUBSETS]
+    run_groups += [_subset_group(subset, "a local copy's subset, not part of RoboRewardBench") for subset in extra]
+    run_groups += [_subset_group(subset, "bundled offline sample (simulated)") for subset in SAMPLE_SUBSETS]
+    return {"metrics": _metrics(extra), "perturbations": [], "metric_groups": _metric_groups(extra),
+            "run_groups": run_groups}
 
 
-def render_schema() -> str:
-    """The schema file's text."""
+def render_schema(extra_subsets: Sequence[str] = ()) -> str:
+    """The schema file's text (see :func:`build_schema`)."""
     header = "# Generated by `python -m helm_roboreward.schema static/schema_roboreward.yaml`; do not edit by hand.\n"
-    return header + "---\n" + yaml.safe_dump(build_schema(), sort_keys=False, width=120, allow_unicode=True)
+    extra = local_subsets(extra_subsets)
+    if extra:
+        header = ("# Generated by `roboreward files --data <dir>`; do not edit by hand. Also covers the local "
+                  f"subsets: {', '.join(subset.id for subset in extra)}.\n")
+    return header + "---\n" + yaml.safe_dump(build_schema(extra_subsets), sort_keys=False, width=120,
+                                             allow_unicode=True)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -169,8 +203,7 @@ def main(argv: Sequence[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m helm_roboreward.schema <output.yaml>", file=sys.stderr)
         return 2
-    with open(argv[0], "w", encoding="utf-8") as handle:
-        handle.write(render_schema())
+    write_atomically(argv[0], render_schema().encode("utf-8"))
     return 0
 
 

@@ -10,7 +10,11 @@ Over HELM 0.5.16's summarizer it:
   they aggregate across subset runs: MAE by robot, MAE by augmentation kind, failure modes and
   cost per instance;
 - lists a leaderboard group that has runs first in ``schema.json``, so the landing page
-  (``helm-server --project robo-reward-bench``) shows the demo suite as well as a full suite.
+  (``helm-server --project robo-reward-bench``) shows the demo suite as well as a full suite;
+- still writes the leaderboard when media files a run points to are gone (a copy of ``runs/`` alone, a
+  deleted cached frame): HELM rebuilds every request's ``MediaObject`` for the predictions pages, which
+  asserts that its local file exists, and one missing frame would stop helm-summarize before any table
+  is written. Such a run's predictions page is skipped, with one log line naming a missing file and the fix.
 
 Aggregation in the added tables: the MAE tables are macro means over the subsets that have the
 group (the official overall rule applied within a robot or kind); rates are macro means over
@@ -19,10 +23,14 @@ subsets; cost columns are per-instance means pooled over all instances.
 
 import dataclasses
 import hashlib
+import json
+import os
+import urllib.parse
 from collections import defaultdict
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from helm.benchmark.adaptation.adapter_spec import AdapterSpec
+from helm.benchmark.presentation.run_display import write_run_display_json
 from helm.benchmark.presentation.schema import MetricNameMatcher, RunGroup
 from helm.benchmark.presentation.summarize import (
     Run,
@@ -32,11 +40,14 @@ from helm.benchmark.presentation.summarize import (
     get_unique_stat_by_matcher,
 )
 from helm.benchmark.presentation.table import Cell, HeaderCell, Table
+from helm.common.general import parallel_map
+from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.benchmark import subset_info
 from helm_roboreward.dataset import KINDS
 from helm_roboreward.metrics import KIND_MAE_PREFIX
 from helm_roboreward.schema import FAILURE_MODE_METRICS, metric_definitions
+from helm_roboreward.viewer import media_objects
 
 LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample")
 MEAN_HEADER = "Mean score"
@@ -57,6 +68,52 @@ COST_COLUMNS: Tuple[Tuple[str, str, str], ...] = (
 
 
 MAX_TABLE_NAME = 100
+DISPLAY_FILES = ("instances.json", "display_predictions.json", "display_requests.json")
+"""The per-run files of the predictions page (HELM's ``write_run_display_json``)."""
+MAX_LISTED_RUNS = 3
+
+
+def missing_media(run_path: str) -> List[str]:
+    """The local media files a run's ``scenario_state.json`` points to that do not exist, sorted.
+
+    Paths are checked as HELM's ``MediaObject`` checks them: relative to the working directory, URLs skipped.
+    """
+    try:
+        with open(os.path.join(run_path, "scenario_state.json"), encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (OSError, ValueError):
+        return []
+    locations = {location for _, location in media_objects(state)
+                 if urllib.parse.urlparse(location).scheme not in ("http", "https")}
+    return sorted(location for location in locations if not os.path.exists(location))
+
+
+def missing_media_message(skipped: Sequence[Tuple[str, List[str]]]) -> str:
+    """The one log line for the runs whose predictions pages were skipped: ``(run name, missing files)`` each."""
+    missing = sorted({path for _, paths in skipped for path in paths})
+    runs = sorted(name for name, _ in skipped)
+    listed = ", ".join(runs[:MAX_LISTED_RUNS]) + (f" and {len(runs) - MAX_LISTED_RUNS} more"
+                                                   if len(runs) > MAX_LISTED_RUNS else "")
+    return (f"RoboReward: media file {missing[0]} does not exist ({len(missing)} missing file(s) in all, from the "
+            f"folder {os.getcwd()}); the leaderboard is written, but the predictions pages of {len(runs)} run(s) "
+            f"are skipped: {listed}. Fix: run helm-summarize from the folder that holds benchmark_output (media "
+            "paths are relative to it), or rerun roboreward prepare / helm-run there to rebuild the media; when "
+            "copying results elsewhere, copy scenarios/ too, not only runs/.")
+
+
+def _remove_stale_display_files(run_path: str) -> None:
+    """Remove predictions-page files older than the run's scenario state: they show an earlier run's answers."""
+    try:
+        state_time = os.path.getmtime(os.path.join(run_path, "scenario_state.json"))
+    except OSError:
+        return
+    for name in DISPLAY_FILES:
+        path = os.path.join(run_path, name)
+        try:
+            if os.path.getmtime(path) < state_time:
+                os.unlink(path)
+        except OSError:
+            pass  # absent: nothing stale
 
 
 def short_table_name(name: Optional[str]) -> Optional[str]:
@@ -95,6 +152,29 @@ class RoboRewardSummarizer(Summarizer):
             groups = sorted(self.schema.run_groups, key=lambda group: group.name != first)
             self.schema = dataclasses.replace(self.schema, run_groups=groups)
         super().write_schema()
+
+    def write_run_display_json(self, skip_completed: bool) -> None:
+        """HELM's predictions pages, skipping the runs whose media files are gone (one log line for all of them).
+
+        A run fails here only because HELM rebuilds its requests' media objects, which assert that every local
+        file exists; any other failure is re-raised. Display files of a skipped run that are older than its
+        scenario state are removed (they would show an earlier run's answers).
+        """
+        skipped: List[Tuple[str, List[str]]] = []
+
+        def process(run: Run) -> None:
+            try:
+                write_run_display_json(run.run_path, run.run_spec, self.schema, skip_completed)
+            except Exception:
+                missing = missing_media(run.run_path)
+                if not missing:
+                    raise
+                skipped.append((run.run_spec.name, missing))
+                _remove_stale_display_files(run.run_path)
+
+        parallel_map(process, self.runs, parallelism=self.num_threads)
+        if skipped:
+            hwarn(missing_media_message(skipped))
 
     def create_group_table(self, *args, **kwargs) -> Table:  # type: ignore[no-untyped-def]
         """HELM's table, with the mean column's direction fixed, bolded and ranked."""

@@ -227,10 +227,12 @@ def _copy_problem(video_path: str, video_sha256: str, target: str, full: bool) -
         return "does not match its record (another video, or another size)"
     names = [os.path.basename(target), os.path.basename(_record_path(target))]
     folder = os.path.dirname(target)
-    if full or not stamps_match(folder, names, _stamp_path(target)):
+    unchanged = stamps_match(folder, names, _stamp_path(target))
+    if full or not unchanged:
         if file_digest(target) != record.get("sha256"):
             return "has bytes that do not match its recorded digest"
-        write_stamps(folder, names, _stamp_path(target))
+        if not unchanged:
+            write_stamps(folder, names, _stamp_path(target))
     return None
 
 

@@ -37,8 +37,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import av
 import pytest
 
-from helm_roboreward.extraction import file_digest, frames_directory, frames_key, read_manifest
+from helm_roboreward.frame_cache import frames_directory, frames_key, read_manifest
 from helm_roboreward.frames import FrameOptions
+from helm_roboreward.media_store import file_digest
 from tests.fake_openai_server import FakeModelServer, Recorded, Reply, media_parts
 from tests.helm_harness import (
     REPO,
@@ -127,12 +128,16 @@ def media_dir(out: Path) -> Path:
 
 
 def snapshot(folder: Path) -> Dict[str, Tuple[int, int, str]]:
-    """Every file under ``folder``: relative path -> (size, mtime_ns, sha256)."""
+    """Every file under ``folder``: relative path -> (size, mtime_ns, sha256).
+
+    Verification stamps (``verified.json``) are left out: they record inodes and change times, which a copy of
+    the cache or a re-check legitimately renews; they hold no media.
+    """
     files = {}
     if not folder.exists():
         return files
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink():
+        if path.is_file() and not path.is_symlink() and not path.name.endswith("verified.json"):
             info = path.stat()
             files[str(path.relative_to(folder))] = (info.st_size, info.st_mtime_ns,
                                                     hashlib.sha256(path.read_bytes()).hexdigest())
@@ -263,6 +268,24 @@ def _symlink_out(ctx: Ctx) -> None:
     ctx.video.symlink_to(outside)
 
 
+LINE_SEPARATORS = "\u2028\u2029\u0085"
+"""Characters JSON allows raw inside a string that ``str.splitlines`` breaks lines at."""
+INVISIBLE_TASK = "\u200b\u2060 \ufeff\u200d"
+
+
+def _line_separators(ctx: Ctx) -> None:
+    """The target row's task holds raw line separators (valid JSON); the row after it has reward 6."""
+    rows = ctx.with_target(task=f"pick up{LINE_SEPARATORS}the block")
+    rows[ctx.target + 1]["reward"] = 6
+    ctx.metadata.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    assert "\u2028" in ctx.metadata.read_text(encoding="utf-8")
+
+
+def _video_folder(ctx: Ctx) -> None:
+    ctx.video.unlink()
+    ctx.video.mkdir()  # a folder named like the row's mp4 (an unpacked archive, a failed download)
+
+
 def _dotdot(ctx: Ctx) -> None:
     shutil.copyfile(ctx.video, ctx.data / "outside.mp4")  # the target exists: it is the path that is refused
     ctx.rewrite(ctx.with_target(file_name=f"{ctx.subset}/../../outside.mp4"))
@@ -291,6 +314,13 @@ PREPARE_CASES = [
     PrepareCase("reward-out-of-range", lambda c: c.rewrite(c.with_target(reward=6)), EXIT_USAGE,
                 lambda c: [str(c.metadata), f"{c.line}, field 'reward'", "6 is outside 1..5"],
                 ("fix or re-download the metadata file",)),
+    PrepareCase("metadata-line-separators", _line_separators, EXIT_USAGE,
+                lambda c: [str(c.metadata), "1 invalid row(s)",
+                           f"line {c.target + 2}, field 'reward': 6 is outside 1..5"],
+                ("fix or re-download the metadata file",)),
+    PrepareCase("task-no-visible-characters", lambda c: c.rewrite(c.with_target(task=INVISIBLE_TASK)), EXIT_USAGE,
+                lambda c: [str(c.metadata), f"{c.line}, field 'task': has no visible characters"],
+                ("write the robot's task instruction",)),
     PrepareCase("duplicate-file-name", lambda c: c.rewrite(c.with_target(file_name=c.rows[0]["file_name"])),
                 EXIT_USAGE, lambda c: [str(c.metadata), f"{c.line}, field 'file_name'", "already appears on line 1"],
                 ("every row needs its own video file",)),
@@ -309,6 +339,9 @@ PREPARE_CASES = [
     PrepareCase("missing-video", lambda c: c.video.unlink(), EXIT_FAILED_ROWS,
                 lambda c: [str(c.metadata), f"{c.line}, field 'file_name'", "not found"],
                 ("Re-download the subset",), row_failure=True),
+    PrepareCase("video-is-a-folder", _video_folder, EXIT_FAILED_ROWS,
+                lambda c: [str(c.metadata), f"{c.line}, field 'file_name'", "is a folder, not a video file"],
+                ("Replace it with the mp4 the row names",), row_failure=True),
     PrepareCase("empty-video", lambda c: make_zero_byte(c.video), EXIT_FAILED_ROWS,
                 lambda c: [str(c.metadata), f"{c.line}, field 'file_name'", "empty (0 bytes)"],
                 ("Re-download the subset",), row_failure=True),
@@ -481,6 +514,8 @@ OPTION_CASES = [
                ("roboreward: fps must be a positive number, got 0.0", "1 is the official rule")),
     OptionCase("option-max-frames-negative", f"roboreward:data=sample,max_frames=-1,{CONSTANT}",
                ("roboreward: max_frames must be 0 (no cap) or positive, got -1", "0 is the official rule")),
+    OptionCase("option-subset-path", f"roboreward:subset=../../outside,data=DATA_DIR,{CONSTANT}",
+               ("subset='../../outside' is not a subset id", "give the name of a folder under the data's test/")),
 ]
 
 
@@ -541,6 +576,8 @@ def test_helm_run_bad_option(case: OptionCase, option_runs: Dict[str, HelmOutcom
     runs = outcome.workdir / "benchmark_output" / "runs"
     assert sorted(runs.rglob("stats.json")) == [] and sorted(runs.rglob("per_instance_stats.json")) == []
     assert outcome.requests == [], "a request was sent"
+    if runs.exists():  # HELM creates a run's folder before running it: never outside runs/<suite>/
+        assert {path.name for path in runs.iterdir()} <= {"bad"}
 
 
 # --------------------------------------------------------------------------------------------- model outputs
@@ -679,8 +716,70 @@ def test_bad_model_output_huge_number(model_output_runs: Dict[str, ModelOutputRu
 # --------------------------------------------------------------------------------------------- the catalogue
 
 
+OTHER_FILE_CASES: Dict[str, str] = {
+    # run names (helm-run): tests/test_run_names.py
+    "option-fps-close-values": "tests/test_run_names.py::test_entries_differing_only_in_fps_get_different_names",
+    "option-revision-with-slash": "tests/test_run_names.py::test_revisions_get_distinct_slash_free_names",
+    # helm-summarize: tests/test_missing_media.py
+    "summarize-missing-media": "tests/test_missing_media.py::"
+                               "test_our_summarizer_writes_the_leaderboard_and_names_the_missing_file",
+    "summarize-missing-media-plain-helm": "tests/test_missing_media.py::"
+                                          "test_plain_helm_summarize_stops_without_a_leaderboard",
+    # leaderboard vs report: tests/test_local_subsets.py
+    "report-subset-not-on-leaderboard": "tests/test_local_subsets.py::"
+                                        "test_report_stops_when_the_leaderboard_leaves_out_a_subset",
+    "report-run-newer-than-leaderboard": "tests/test_local_subsets.py::"
+                                         "test_report_stops_when_a_run_finished_after_the_last_summarize",
+    "report-never-summarized": "tests/test_local_subsets.py::test_report_proceeds_on_a_suite_that_was_never_summarized",
+    "files-data-not-a-local-copy": "tests/test_local_subsets.py::"
+                                   "test_files_with_data_refuses_a_folder_that_is_not_a_local_copy",
+    # paths out of a command's root: tests/test_path_safety.py (the export cases are its EXPORT_REFUSALS ids)
+    **{case: "tests/test_path_safety.py::test_export_media_refuses_a_path_out_of_its_roots" for case in (
+        "export-source-dotdot-out-of-output", "export-source-dotdot-inside", "export-source-absolute-outside",
+        "export-source-not-media", "export-source-wrong-content-type", "export-source-link-leads-out",
+        "export-target-folder-link-leads-out")},
+    "export-target-file-link": "tests/test_path_safety.py::test_export_media_replaces_a_link_planted_at_a_target",
+    "export-missing-file": "tests/test_path_safety.py::test_export_media_reports_a_missing_file_without_refusing",
+    "files-link-at-temporary-name": "tests/test_path_safety.py::"
+                                    "test_files_never_writes_through_a_link_at_the_old_temporary_name",
+    "files-link-at-destination": "tests/test_path_safety.py::test_files_replaces_a_link_planted_at_the_destination",
+    "files-folder-link-leads-out": "tests/test_path_safety.py::test_files_refuses_a_folder_link_leading_out_of_out",
+    "report-out-links": "tests/test_path_safety.py::test_report_replaces_links_planted_in_out",
+    "report-out-is-a-file": "tests/test_path_safety.py::test_report_refuses_an_out_path_through_a_file",
+    "report-run-folder-link-leads-out": "tests/test_path_safety.py::"
+                                        "test_report_does_not_follow_a_run_folder_link_out_of_the_suite",
+    "prepare-media-folder-link-leads-out": "tests/test_path_safety.py::"
+                                           "test_prepare_refuses_a_media_folder_link_out_of_the_output_path",
+    # the media cache: tests/test_cache_integrity.py
+    **{case: f"tests/test_cache_integrity.py::{function}" for case, function in (
+        ("cache-manifest-fewer-frames", "test_a_manifest_listing_fewer_frames_is_rebuilt"),
+        ("cache-manifest-forged-count", "test_a_forged_frame_count_is_caught_against_the_video"),
+        ("cache-frame-corrupted-same-size", "test_a_frame_corrupted_in_place_is_rebuilt"),
+        ("cache-folder-link-to-other-video", "test_a_folder_linked_to_another_videos_frames_is_rebuilt"),
+        ("cache-manifest-of-other-video", "test_a_copied_manifest_of_another_video_is_rebuilt"),
+        ("cache-entry-older-format", "test_an_entry_of_the_previous_format_is_rebuilt"),
+        ("native-copy-hard-link", "test_a_hard_linked_copy_of_an_older_version_is_replaced"),
+        ("native-not-a-video", "test_native_mode_rejects_what_frames_mode_rejects"),
+        ("native-tags-carry-labels", "test_labels_in_container_tags_never_reach_a_model"),
+        ("workers-parent-killed", "test_workers_do_not_outlive_a_killed_parent"),
+        ("disk-full", "test_a_full_disk_says_so_and_keeps_what_was_prepared"),
+        ("cache-file-modes", "test_cache_files_follow_the_umask"),
+    )},
+}
+"""Catalogue cases tested in another file: case id -> ``file::test function``."""
+
 ALL_CASE_IDS = ([c.id for c in PREPARE_CASES] + [c.id for c in OUTPUT_CASES] + [c.id for c in OPTION_CASES]
-                + MODEL_CASES)
+                + MODEL_CASES + list(OTHER_FILE_CASES))
+
+
+def test_cases_tested_elsewhere_have_their_test() -> None:
+    from tests.test_path_safety import EXPORT_REFUSALS
+
+    for case, where in OTHER_FILE_CASES.items():
+        path, function = where.split("::")
+        assert f"\ndef {function}(" in (REPO / path).read_text(encoding="utf-8"), f"{case}: no {where}"
+        if function == "test_export_media_refuses_a_path_out_of_its_roots":
+            assert case in EXPORT_REFUSALS, case
 
 
 def test_catalogue_matches_the_doc() -> None:

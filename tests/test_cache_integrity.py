@@ -126,7 +126,7 @@ def test_a_folder_linked_to_another_videos_frames_is_rebuilt(tmp_path: Path) -> 
     shutil.rmtree(mine.directory)
     os.symlink(theirs.directory, mine.directory)
     again = extract_frames(str(video), str(tmp_path), OFFICIAL)
-    assert not again.cached and "is a link" in str(again.rebuilt_because)
+    assert not again.cached and "lies in a link" in str(again.rebuilt_because)
     assert not os.path.islink(again.directory) and again.frame_indices == mine.frame_indices
     assert {p.name: p.read_bytes() for p in Path(theirs.directory).iterdir()} == theirs_before
 
@@ -282,7 +282,8 @@ def many_videos(root: Path, count: int) -> Path:
     staging.mkdir(parents=True)
     for index in range(count):
         name = f"sim_panda/v{index:03d}.mp4"
-        files[name] = make_tagged_copy(sources[index % len(sources)], staging / f"v{index:03d}.mp4", title=f"copy {index}")
+        files[name] = make_tagged_copy(sources[index % len(sources)], staging / f"v{index:03d}.mp4",
+                                       title=f"copy {index}")
         rows.append({"file_name": name, "task": "pick up the cube", "reward": 1 + index % 5})
     return local_copy(root, rows, files)
 
@@ -408,3 +409,16 @@ def test_a_full_disk_says_so_and_keeps_what_was_prepared(tiny_disk: Path) -> Non
     kept = complete_entries(media)
     assert kept > 0, "the videos prepared before the disk filled up must stay"
     assert not list(media.rglob("*.part")), "no temporary file may stay behind"
+
+
+def test_prepare_prints_which_entries_it_rebuilt(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "helm_roboreward.cli", "prepare", "--data", "sample", "--subset", "sim_kuka",
+               "--output-path", str(out), "--quiet"]
+    assert subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT).returncode == 0
+    frame = sorted((out / "scenarios" / "roboreward" / "frames").rglob("0000.jpg"))[0]
+    frame.write_bytes(bytes(frame.stat().st_size))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert "1 cache entry was not trusted and rebuilt:" in done.stdout and "0000.jpg" in done.stdout, done.stdout
+    assert "workers started: 0" in subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT).stdout

@@ -1,6 +1,7 @@
 """``roboreward report``: statistics, tables and plots of a suite's runs, in one folder.
 
-Bad input (no such suite, no usable run, matplotlib missing, bad options) prints one line and
+Bad input (no such suite, no usable run, matplotlib missing, bad options, a summarized leaderboard that
+leaves out a subset the report would count, an output path leading out of ``--out``) prints one line and
 exits non-zero; the heavy modules are imported only when the command runs.
 """
 
@@ -44,12 +45,16 @@ def run_report(args: argparse.Namespace) -> int:
         0 on success, :data:`EXIT_BAD_INPUT` on bad input (message on stderr).
     """
     from helm_roboreward.report.errors import ReportError
+    from helm_roboreward.safe_paths import UnsafePathError
 
     try:
         _check_options(args)
         return _report(args)
     except ReportError as error:
         print(f"roboreward report: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UnsafePathError as error:
+        print(f"roboreward report: cannot write the report: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as error:
         print(f"roboreward report: cannot write the report: {error}", file=sys.stderr)
@@ -58,13 +63,19 @@ def run_report(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from helm_roboreward.report.analysis import Settings, analyse
-    from helm_roboreward.report.loading import load_suite
+    from helm_roboreward.report.coverage import check_leaderboard_coverage
+    from helm_roboreward.report.loading import load_suite, suite_directory
     from helm_roboreward.report.model_names import model_display_names
     from helm_roboreward.report.plots import require_matplotlib, write_plots
     from helm_roboreward.report.writer import REPORT_FILE, write_report
 
     require_matplotlib()  # before any work: fail fast when the plots cannot be drawn
     suite = load_suite(args.output_path, args.suite, model_display_names(args.local_path))
+    # Before anything is written: a leaderboard that leaves out a subset the report counts stops the report.
+    coverage_notes = check_leaderboard_coverage(suite, suite_directory(args.output_path, args.suite))
+    suite.notes.extend(coverage_notes)
+    for note in coverage_notes:
+        print(f"roboreward report: note: {note}", file=sys.stderr)
     data = analyse(suite, Settings(resamples=args.resamples, seed=args.seed, confidence=args.confidence))
     files = write_report(data, args.out) + write_plots(data, args.out)
     for warning in data.warnings:

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from helm_roboreward.metrics import SUBSET_MAE_PREFIX
 from helm_roboreward.report.errors import ReportError
+from helm_roboreward.safe_paths import is_inside
 
 SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
 UNKNOWN_SUBSET = "unknown"
@@ -98,6 +99,9 @@ def _listing(names: List[str]) -> str:
 
 
 def _read_json(path: str) -> Any:
+    if not is_inside(path, os.path.dirname(path)):  # a link in a run folder is never followed out of it
+        raise _UnusableRunError(f"{os.path.basename(path)} is a link to {os.path.realpath(path)}, outside its run "
+                                "folder; replace it with the file helm-run wrote")
     if not os.path.isfile(path):
         raise _UnusableRunError(f"no {os.path.basename(path)} (unfinished run?)")
     try:
@@ -225,6 +229,10 @@ def _read_suite_runs(suite_dir: str, suite: str) -> Tuple[List[Run], List[str]]:
         if not os.path.isfile(os.path.join(run_dir, "run_spec.json")):
             continue
         found.append(name)
+        if not is_inside(run_dir, suite_dir):
+            unreadable.append(f"run {name} skipped: its folder is a link to {os.path.realpath(run_dir)}, outside "
+                              f"the suite folder {suite_dir}; copy the run folder itself")
+            continue
         try:
             run_spec = _read_json(os.path.join(run_dir, "run_spec.json"))
         except _UnusableRunError as reason:

@@ -4,7 +4,7 @@ matplotlib is optional (extra ``report``) and imported only when a figure is dra
 non-interactive Agg backend.
 """
 
-import os
+import io
 import re
 from typing import Any, List
 
@@ -12,11 +12,14 @@ import numpy as np
 
 from helm_roboreward.report.analysis import CONFUSION_COLUMNS, SCORES, ModelSummary, ReportData
 from helm_roboreward.report.errors import ReportError
+from helm_roboreward.safe_paths import write_inside
 
 INSTALL_HINT = "pip install 'helm-roboreward[report]' (or pip install matplotlib)"
 HEATMAP_FILE = "mae_heatmap.png"
 MACRO_FILE = "macro_mae.png"
 DPI = 120
+OUT_FIX = "remove it, or choose another --out"
+"""What to do when a report file's path is refused (a link or file planted in the --out folder)."""
 
 
 def require_matplotlib() -> Any:
@@ -41,13 +44,16 @@ def confusion_file(model: str) -> str:
     return "confusion_" + re.sub(r"[^A-Za-z0-9.-]+", "_", model).strip("_") + ".png"
 
 
-def _save(pyplot: Any, figure: Any, path: str) -> None:
+def _save(pyplot: Any, figure: Any, out_dir: str, name: str) -> None:
+    """Render the figure as PNG and write it atomically inside ``out_dir`` (never through a planted link)."""
     figure.tight_layout()
-    figure.savefig(path, dpi=DPI)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=DPI, format="png")
     pyplot.close(figure)
+    write_inside(out_dir, name, buffer.getvalue(), OUT_FIX)
 
 
-def plot_heatmap(data: ReportData, path: str) -> None:
+def plot_heatmap(data: ReportData, out_dir: str, name: str) -> None:
     """Models (rows, ranked) by subsets (columns) MAE, annotated; blank where a model lacks the subset."""
     pyplot = require_matplotlib()
     matrix = np.array([[model.subset_mae[s.id].estimate if s.id in model.subset_mae else np.nan
@@ -64,10 +70,10 @@ def plot_heatmap(data: ReportData, path: str) -> None:
     axes.set_yticks(range(len(data.models)), [model.display_name for model in data.models], fontsize=8)
     axes.set_title(f"MAE per subset, suite {data.suite} (lower is better)")
     figure.colorbar(image, ax=axes, label="MAE")
-    _save(pyplot, figure, path)
+    _save(pyplot, figure, out_dir, name)
 
 
-def plot_macro(data: ReportData, path: str) -> None:
+def plot_macro(data: ReportData, out_dir: str, name: str) -> None:
     """Macro MAE per model with its bootstrap interval as error bars."""
     pyplot = require_matplotlib()
     models = [model for model in data.models if model.macro is not None]
@@ -83,10 +89,10 @@ def plot_macro(data: ReportData, path: str) -> None:
     axes.set_xlabel(f"macro MAE ({data.settings.confidence:.0%} clustered bootstrap CI)")
     axes.set_title(f"Macro MAE, suite {data.suite} ({data.settings.resamples} resamples, seed {data.settings.seed})")
     axes.grid(axis="x", alpha=0.3)
-    _save(pyplot, figure, path)
+    _save(pyplot, figure, out_dir, name)
 
 
-def plot_confusion(model: ModelSummary, path: str) -> None:
+def plot_confusion(model: ModelSummary, out_dir: str, name: str) -> None:
     """Gold 1..5 (rows) by predicted 1..5 / other / invalid (columns); failed requests counted in the title."""
     pyplot = require_matplotlib()
     matrix = model.confusion
@@ -103,7 +109,7 @@ def plot_confusion(model: ModelSummary, path: str) -> None:
     failed = model.failures.failed_requests
     axes.set_title(f"{model.display_name}\n{int(matrix.sum())} answered; {failed} failed request(s) excluded",
                    fontsize=10)
-    _save(pyplot, figure, path)
+    _save(pyplot, figure, out_dir, name)
 
 
 def write_plots(data: ReportData, out_dir: str) -> List[str]:
@@ -113,9 +119,9 @@ def write_plots(data: ReportData, out_dir: str) -> List[str]:
         The file names written (relative to ``out_dir``).
     """
     names = [HEATMAP_FILE, MACRO_FILE]
-    plot_heatmap(data, os.path.join(out_dir, HEATMAP_FILE))
-    plot_macro(data, os.path.join(out_dir, MACRO_FILE))
+    plot_heatmap(data, out_dir, HEATMAP_FILE)
+    plot_macro(data, out_dir, MACRO_FILE)
     for model in data.models:
         names.append(confusion_file(model.model))
-        plot_confusion(model, os.path.join(out_dir, names[-1]))
+        plot_confusion(model, out_dir, names[-1])
     return names

@@ -4,13 +4,14 @@ Rendering is pure (strings from :class:`ReportData`); :func:`write_report` write
 """
 
 import csv
-import os
+import io
 from typing import List, Optional, Sequence
 
 from helm_roboreward.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
 from helm_roboreward.report.analysis import ReportData
 from helm_roboreward.report.bootstrap import Interval
-from helm_roboreward.report.plots import HEATMAP_FILE, MACRO_FILE, confusion_file
+from helm_roboreward.report.plots import HEATMAP_FILE, MACRO_FILE, OUT_FIX, confusion_file
+from helm_roboreward.safe_paths import write_inside
 
 REPORT_FILE = "report.md"
 LEADERBOARD_FILE = "leaderboard.csv"
@@ -188,32 +189,40 @@ def render_markdown(data: ReportData) -> str:
     return "\n".join(line for section in sections for line in section(data)) + "\n"
 
 
-def _write_csv(path: str, header: List[str], rows: List[List[str]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
+def _csv_text(header: List[str], rows: List[List[str]]) -> str:
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
 
 
 def write_report(data: ReportData, out_dir: str) -> List[str]:
-    """Write ``report.md`` and the CSV tables into ``out_dir`` (created if needed); returns the file names."""
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as handle:
-        handle.write(render_markdown(data))
+    """Write ``report.md`` and the CSV tables into ``out_dir`` (created if needed); returns the file names.
+
+    Each file is written atomically inside ``out_dir`` (:func:`helm_roboreward.safe_paths.write_inside`): a
+    link planted at a file's name is replaced, never written through.
+    """
     ids = [subset.id for subset in data.subsets]
-    _write_csv(os.path.join(out_dir, LEADERBOARD_FILE), ["model", "mean"] + ids + ["model_id", "missing_subsets"],
-               [row + [model.model, " ".join(model.missing_subsets)]
-                for row, model in zip(leaderboard_rows(data, digits=6), data.models, strict=True)])
-    _write_csv(os.path.join(out_dir, SUBSET_FILE),
-               ["model", "subset", "rows", "mae", "ci_low", "ci_high", "too_small"],
-               [[model.model, s.id, str(model.subset_rows[s.id]), *(f"{value:.6f}" for value in
-                 (model.subset_mae[s.id].estimate, model.subset_mae[s.id].low, model.subset_mae[s.id].high)),
-                 "yes" if s.too_small else "no"]
-                for s in data.subsets for model in data.models if s.id in model.subset_mae])
-    _write_csv(os.path.join(out_dir, PAIRWISE_FILE),
-               ["model_a", "model_b", "difference", "ci_low", "ci_high", "separated", "shared_rows", "subsets"],
-               [[p.first_model, p.second_model, *(f"{value:.6f}" for value in (p.difference.interval.estimate,
-                 p.difference.interval.low, p.difference.interval.high)),
-                 "yes" if p.difference.interval.excludes_zero else "no", str(p.difference.num_rows),
-                 str(p.difference.num_subsets)] for p in data.pairs])
-    return [REPORT_FILE, LEADERBOARD_FILE, SUBSET_FILE, PAIRWISE_FILE]
+    texts = {
+        REPORT_FILE: render_markdown(data),
+        LEADERBOARD_FILE: _csv_text(
+            ["model", "mean"] + ids + ["model_id", "missing_subsets"],
+            [row + [model.model, " ".join(model.missing_subsets)]
+             for row, model in zip(leaderboard_rows(data, digits=6), data.models, strict=True)]),
+        SUBSET_FILE: _csv_text(
+            ["model", "subset", "rows", "mae", "ci_low", "ci_high", "too_small"],
+            [[model.model, s.id, str(model.subset_rows[s.id]), *(f"{value:.6f}" for value in
+              (model.subset_mae[s.id].estimate, model.subset_mae[s.id].low, model.subset_mae[s.id].high)),
+              "yes" if s.too_small else "no"]
+             for s in data.subsets for model in data.models if s.id in model.subset_mae]),
+        PAIRWISE_FILE: _csv_text(
+            ["model_a", "model_b", "difference", "ci_low", "ci_high", "separated", "shared_rows", "subsets"],
+            [[p.first_model, p.second_model, *(f"{value:.6f}" for value in (p.difference.interval.estimate,
+              p.difference.interval.low, p.difference.interval.high)),
+              "yes" if p.difference.interval.excludes_zero else "no", str(p.difference.num_rows),
+              str(p.difference.num_subsets)] for p in data.pairs]),
+    }
+    for name, text in texts.items():
+        write_inside(out_dir, name, text.encode("utf-8"), OUT_FIX)
+    return list(texts)
