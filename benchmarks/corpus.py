@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import List, Sequence, Tuple
 
 import av
 import cv2
@@ -33,9 +33,9 @@ GENERATOR_VERSION = 2
 
 MANIFEST_NAME = "corpus.json"
 FPS = 10
-OXE_SIZES: Tuple[Tuple[int, int], ...] = ((224, 224), (640, 480), (640, 368))
-ARENA_SIZES: Tuple[Tuple[int, int], ...] = ((640, 480), (640, 368))
-GOP_SIZES: Tuple[int, ...] = (10, 30, 60, 125, 250)
+OXE_SIZES: tuple[tuple[int, int], ...] = ((224, 224), (640, 480), (640, 368))
+ARENA_SIZES: tuple[tuple[int, int], ...] = ((640, 480), (640, 368))
+GOP_SIZES: tuple[int, ...] = (10, 30, 60, 125, 250)
 ARENA_SHARE = 0.35
 OXE, ARENA, MEMORY = "oxe", "arena", "memory"
 
@@ -61,11 +61,11 @@ class VideoSpec:
         return self.num_frames / FPS
 
 
-def plan_corpus(num_videos: int, seed: int = 20260101) -> List[VideoSpec]:
+def plan_corpus(num_videos: int, seed: int = 20260101) -> list[VideoSpec]:
     """The benchmark videos: ~35% arena-like, the rest OXE-like, all parameters drawn from ``seed``."""
     rng = random.Random(seed)
     num_arena = round(num_videos * ARENA_SHARE)
-    specs: List[VideoSpec] = []
+    specs: list[VideoSpec] = []
     for i in range(num_videos - num_arena):
         width, height = OXE_SIZES[i % len(OXE_SIZES)]
         frames = round(rng.uniform(4.0, 10.0) * FPS)
@@ -80,7 +80,7 @@ def plan_corpus(num_videos: int, seed: int = 20260101) -> List[VideoSpec]:
     return specs
 
 
-def plan_memory_pair(seed: int = 7) -> Tuple[VideoSpec, VideoSpec]:
+def plan_memory_pair(seed: int = 7) -> tuple[VideoSpec, VideoSpec]:
     """A short and a 10x longer video with the same size and GOP, for the peak-memory check."""
     short = VideoSpec("memory_short", MEMORY, 640, 480, 6 * FPS, 250, seed)
     long = VideoSpec("memory_long", MEMORY, 640, 480, 60 * FPS, 250, seed)
@@ -108,7 +108,7 @@ class _Scene:
         tint = self.rng.uniform(0.7, 1.0, size=3).astype(np.float32)
         return np.clip(total * tint, 0, 255).astype(np.uint8)
 
-    def _object(self) -> Tuple[np.ndarray, np.ndarray, float]:
+    def _object(self) -> tuple[np.ndarray, np.ndarray, float]:
         size = max(12, min(self.width, self.height) // 6)
         patch = self._texture(size, size)
         mask = np.zeros((size, size), dtype=np.uint8)
@@ -166,7 +166,7 @@ def _manifest_matches(directory: str, specs: Sequence[VideoSpec]) -> bool:
         return False
 
 
-def ensure_corpus(directory: str, specs: Sequence[VideoSpec]) -> Tuple[List[str], bool]:
+def ensure_corpus(directory: str, specs: Sequence[VideoSpec]) -> tuple[list[str], bool]:
     """The paths of ``specs`` in ``directory``, generating the corpus unless a matching one is cached.
 
     Returns the paths (in ``specs`` order) and whether the cached corpus was reused.

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import corpus
 import cv2
@@ -57,10 +57,10 @@ OURS_LABELS = {
     "floor_probe": "decode floor: probe (one demux pass)",
     "floor_decode": "decode floor: decode wanted frames only",
 }
-Samples = Dict[str, List[passes.PassResult]]
+Samples = dict[str, list[passes.PassResult]]
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="12-video smoke corpus instead of 60 videos")
     parser.add_argument("--corpus-dir", help="where the corpus is cached (default: a folder in the temp dir)")
@@ -76,7 +76,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
-def load_corpus(args: argparse.Namespace) -> Tuple[List[passes.Video], Tuple[str, str], str]:
+def load_corpus(args: argparse.Namespace) -> tuple[list[passes.Video], tuple[str, str], str]:
     """Generate or reuse the corpus; returns the benchmark videos, the memory pair and the corpus folder."""
     profile = "quick" if args.quick else "default"
     directory = args.corpus_dir or os.path.join(tempfile.gettempdir(), f"roboreward-frame-bench-{profile}")
@@ -86,7 +86,7 @@ def load_corpus(args: argparse.Namespace) -> Tuple[List[passes.Video], Tuple[str
     videos = [passes.Video(path, spec.kind, spec.width, spec.height, spec.num_frames)
               for spec, path in zip(specs, paths[: len(specs)], strict=True)]
     sizes = [os.path.getsize(video.path) for video in videos]
-    by_kind: Dict[str, List[corpus.VideoSpec]] = defaultdict(list)
+    by_kind: dict[str, list[corpus.VideoSpec]] = defaultdict(list)
     for spec in specs:
         by_kind[spec.kind].append(spec)
     print(f"corpus: {directory} ({'reused' if reused else 'generated'}, seed {args.seed})")
@@ -105,13 +105,13 @@ def load_corpus(args: argparse.Namespace) -> Tuple[List[passes.Video], Tuple[str
     return videos, (paths[-2], paths[-1]), directory
 
 
-def run_round(videos: Sequence[passes.Video], work: str, samples: Samples, number: int) -> Dict[str, passes.PassResult]:
+def run_round(videos: Sequence[passes.Video], work: str, samples: Samples, number: int) -> dict[str, passes.PassResult]:
     """One timed round of every pass, each into a fresh folder under ``work``.
 
     The order of the passes rotates from round to round, so that a burst of load from another process does not
     always hit the same pass.
     """
-    results: Dict[str, passes.PassResult] = {}
+    results: dict[str, passes.PassResult] = {}
 
     def ours_cold_then_warm() -> None:
         results["ours_j1"] = passes.run_ours(videos, os.path.join(work, "ours_j1"), jobs=1)
@@ -150,10 +150,10 @@ def median_kind(samples: Samples, name: str, kind: str) -> float:
     return statistics.median(result.seconds.get(kind, 0.0) for result in samples[name])
 
 
-def verify(videos: Sequence[passes.Video], results: Dict[str, passes.PassResult]) -> List[str]:
+def verify(videos: Sequence[passes.Video], results: dict[str, passes.PassResult]) -> list[str]:
     """Exact frame-index agreement between every pass, and a pixel and size sanity check of ours vs reference."""
-    problems: List[str] = []
-    diffs: List[float] = []
+    problems: list[str] = []
+    diffs: list[float] = []
     kept = 0
     for video in videos:
         expected = list(range(0, video.num_frames, max(int(corpus.FPS), 1)))
@@ -194,10 +194,10 @@ def print_timings(samples: Samples, videos: Sequence[passes.Video], repeat: int)
           f"({100 * decoded['frames'] / decoded['total']:.0f}%); the reference decodes all of them")
 
 
-Stages = Dict[str, Dict[str, float]]
+Stages = dict[str, dict[str, float]]
 
 
-def profile(videos: Sequence[passes.Video], work: str, repeat: int) -> Tuple[Stages, Dict[str, int]]:
+def profile(videos: Sequence[passes.Video], work: str, repeat: int) -> tuple[Stages, dict[str, int]]:
     """Median seconds per kind and stage over ``repeat`` profiling passes, and kept frames per kind."""
     runs = []
     for number in range(repeat):
@@ -208,7 +208,7 @@ def profile(videos: Sequence[passes.Video], work: str, repeat: int) -> Tuple[Sta
     return stages, runs[0][1]
 
 
-def print_profile(stages: Dict[str, Dict[str, float]], frames: Dict[str, int], ours_total: float) -> Dict[str, float]:
+def print_profile(stages: dict[str, dict[str, float]], frames: dict[str, int], ours_total: float) -> dict[str, float]:
     """The per-stage table; returns hashing seconds per video by kind (for the extrapolation)."""
     total_frames = sum(frames.values())
     profiled = sum(sum(values.values()) for values in stages.values())
@@ -229,10 +229,10 @@ def print_profile(stages: Dict[str, Dict[str, float]], frames: Dict[str, int], o
     return {kind: values["hash"] for kind, values in stages.items()}
 
 
-def measure_memory(pair: Tuple[str, str], work: str, repeat: int) -> Tuple[float, float, float]:
+def measure_memory(pair: tuple[str, str], work: str, repeat: int) -> tuple[float, float, float]:
     """Median peak-RSS delta (MB) of a fresh worker on the short and the long video, and the child's baseline."""
-    deltas: Dict[str, List[float]] = {"short": [], "long": []}
-    baselines: List[float] = []
+    deltas: dict[str, list[float]] = {"short": [], "long": []}
+    baselines: list[float] = []
     for number in range(repeat):
         for label, video in zip(("short", "long"), pair, strict=True):
             cache = os.path.join(work, f"memory-{label}-{number}")
@@ -253,7 +253,7 @@ def met(condition: bool) -> str:
     return "MET" if condition else "MISSED"
 
 
-def print_summary(samples: Samples, memory: Tuple[float, float, float], problems: List[str], stages: Stages) -> None:
+def print_summary(samples: Samples, memory: tuple[float, float, float], problems: list[str], stages: Stages) -> None:
     ours, reference = median_total(samples, "ours_j1"), median_total(samples, "ref_default")
     ours_default = median_total(samples, "ours_j2")
     jobs_default = os.cpu_count() or 1
@@ -303,7 +303,7 @@ def print_summary(samples: Samples, memory: Tuple[float, float, float], problems
         print(f"{text:68s} {verdict}".rstrip())
 
 
-def print_extrapolation(samples: Samples, videos: Sequence[passes.Video], hash_seconds: Dict[str, float]) -> None:
+def print_extrapolation(samples: Samples, videos: Sequence[passes.Video], hash_seconds: dict[str, float]) -> None:
     count = {kind: sum(1 for v in videos if v.kind == kind) for kind in (corpus.OXE, corpus.ARENA)}
     ours = {k: median_kind(samples, "ours_j1", k) / count[k] for k in count}
     reference = {k: median_kind(samples, "ref_default", k) / count[k] for k in count}
@@ -319,7 +319,7 @@ def print_extrapolation(samples: Samples, videos: Sequence[passes.Video], hash_s
           f"~{reference_full / 60:.1f} min -> {reference_full / ours_full:.1f}x")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.memory_child:
         passes.memory_child(*args.memory_child)
@@ -331,7 +331,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     load_before = os.getloadavg()[0]
     print(f"load average before: {load_average()}; frames are written under {work}")
     samples: Samples = defaultdict(list)
-    problems: List[str] = []
+    problems: list[str] = []
     for number in range(args.repeat):
         round_dir = os.path.join(work, f"round-{number}")
         results = run_round(videos, round_dir, samples, number)

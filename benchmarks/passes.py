@@ -12,14 +12,14 @@ import os
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import cv2
 
-from helm_roboreward.dataset import MetadataRow, Rollout
-from helm_roboreward.extraction import (
+from helm_roboreward.data.rows import MetadataRow, Rollout
+from helm_roboreward.media.decoding import (
     cached_entry,
     decode_frames,
     encode_jpeg,
@@ -29,9 +29,9 @@ from helm_roboreward.extraction import (
     to_image,
     write_atomically,
 )
-from helm_roboreward.frame_cache import frames_directory, frames_key, read_manifest
-from helm_roboreward.frames import FrameOptions, select_frame_indices
-from helm_roboreward.preparation import PreparationReport, prepare_media
+from helm_roboreward.media.frame_cache import frames_directory, frames_key, read_manifest
+from helm_roboreward.media.preparation import PreparationReport, prepare_media
+from helm_roboreward.media.selection import FrameOptions, select_frame_indices
 
 OPTIONS = FrameOptions()
 """The official rule: 1 frame per second from frame 0, native size, JPEG quality 95."""
@@ -54,14 +54,14 @@ class Video:
 class PassResult:
     """Seconds of one pass split by video kind, plus what it produced per video."""
 
-    seconds: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    cpu: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    cpu: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     """CPU seconds of this process (all its threads; worker processes are not counted)."""
 
-    indices: Dict[str, List[int]] = field(default_factory=dict)
+    indices: dict[str, list[int]] = field(default_factory=dict)
     """Video path -> kept source frame indices."""
 
-    files: Dict[str, List[str]] = field(default_factory=dict)
+    files: dict[str, list[str]] = field(default_factory=dict)
     """Video path -> written JPEG paths."""
 
     @property
@@ -76,15 +76,15 @@ class PassResult:
 # --- the official-style OpenCV reference -------------------------------------------------------------------------
 
 
-def reference_extract(video_path: str, out_dir: str, single_thread: bool = False) -> Tuple[List[int], List[str]]:
+def reference_extract(video_path: str, out_dir: str, single_thread: bool = False) -> tuple[list[int], list[str]]:
     """Read every frame with OpenCV, keep every ``int(fps)``-th from 0 and ``imwrite`` it (the official path)."""
     if single_thread:
         capture = cv2.VideoCapture(video_path, cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 1])
     else:
         capture = cv2.VideoCapture(video_path)
     stride = max(int(capture.get(cv2.CAP_PROP_FPS)), 1)
-    kept: List[int] = []
-    files: List[str] = []
+    kept: list[int] = []
+    files: list[str] = []
     index = 0
     while True:
         ok, frame = capture.read()
@@ -101,7 +101,7 @@ def reference_extract(video_path: str, out_dir: str, single_thread: bool = False
 
 
 @contextmanager
-def opencv_threads(count: Optional[int]) -> Iterator[None]:
+def opencv_threads(count: int | None) -> Iterator[None]:
     """Temporarily ``cv2.setNumThreads(count)`` (None: leave OpenCV's default)."""
     previous = cv2.getNumThreads()
     if count is not None:
@@ -130,7 +130,7 @@ def run_reference(videos: Sequence[Video], out_root: str, variant: str) -> PassR
 # --- ours ------------------------------------------------------------------------------------------------------------
 
 
-def make_rollouts(videos: Sequence[Video]) -> List[Rollout]:
+def make_rollouts(videos: Sequence[Video]) -> list[Rollout]:
     """Benchmark rows for the corpus videos (only ``video_path`` matters to ``prepare_media``)."""
     rollouts = []
     for line, video in enumerate(videos, start=1):
@@ -144,7 +144,7 @@ def run_ours(videos: Sequence[Video], media_dir: str, jobs: int = 1, by_kind: bo
              full_check: bool = False) -> PassResult:
     """``prepare_media`` with the official options; one call per kind (for per-kind seconds) or one in all."""
     result = PassResult()
-    groups: Dict[str, List[Video]] = defaultdict(list)
+    groups: dict[str, list[Video]] = defaultdict(list)
     for video in videos:
         groups[video.kind if by_kind else "all"].append(video)
     for kind, group in groups.items():
@@ -160,7 +160,7 @@ def run_ours(videos: Sequence[Video], media_dir: str, jobs: int = 1, by_kind: bo
     return result
 
 
-def run_cache_lookups(videos: Sequence[Video], media_dir: str) -> Dict[str, PassResult]:
+def run_cache_lookups(videos: Sequence[Video], media_dir: str) -> dict[str, PassResult]:
     """What verifying a warm cache entry costs: three lookups of every video's entry, timed in one loop.
 
     - ``lookup_trusting``: what the cache did before entries were verified (the reference): hash the video,
@@ -201,7 +201,7 @@ def frames_to_decode(keyframes: Sequence[int], indices: Sequence[int]) -> int:
     return count
 
 
-def run_floor(videos: Sequence[Video]) -> Tuple[PassResult, PassResult, int, int]:
+def run_floor(videos: Sequence[Video]) -> tuple[PassResult, PassResult, int, int]:
     """Probe, then decode exactly the frames the strategy decodes, without conversion or writing.
 
     Returns the probe seconds, the decode seconds, the frames decoded and the frames in the corpus.
@@ -228,10 +228,10 @@ def run_floor(videos: Sequence[Video]) -> Tuple[PassResult, PassResult, int, int
 # --- where ours spends its time ---------------------------------------------------------------------------------
 
 
-def profile_stages(videos: Sequence[Video], cache_dir: str) -> Tuple[Dict[str, Dict[str, float]], Dict[str, int]]:
+def profile_stages(videos: Sequence[Video], cache_dir: str) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
     """Replay ``extract_frames``' steps with a timer around each: seconds per kind per stage, kept frames per kind."""
-    seconds: Dict[str, Dict[str, float]] = defaultdict(lambda: dict.fromkeys(STAGES, 0.0))
-    frames: Dict[str, int] = defaultdict(int)
+    seconds: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(STAGES, 0.0))
+    frames: dict[str, int] = defaultdict(int)
     for number, video in enumerate(videos):
         stage = seconds[video.kind]
         clock = time.perf_counter()

@@ -1,14 +1,21 @@
 """helm-roboreward: RoboRewardBench as a HELM plugin.
 
-The public surface is small and import-light; HELM classes live in their own modules
-(:mod:`helm_roboreward.scenario`, :mod:`helm_roboreward.metrics`, :mod:`helm_roboreward.run_specs`)
-and are loaded by HELM through the ``helm`` entry point (:mod:`helm_roboreward.plugin`).
+The package reads as the data flow:
+
+- :mod:`helm_roboreward.core`: constants and subsets, the prompt, scoring, the stats catalogue, the instance record;
+- :mod:`helm_roboreward.data`: metadata rows and where they come from (hub, local copy, bundled sample);
+- :mod:`helm_roboreward.media`: frame selection, decoding, the verified frame cache, video copies, preparation;
+- :mod:`helm_roboreward.helm_layer`: the scenario, run spec, routing, metric, summarizer, clients and plugin (the
+  only part that imports HELM; loaded through the ``helm`` entry point);
+- :mod:`helm_roboreward.presentation`: the schema, project files, terminal leaderboard, media export, the report.
+
+The public surface here is small and import-light (no HELM).
 """
 
-from helm_roboreward.benchmark import DATASET_ID, DATASET_REVISION, OFFICIAL_SUBSETS, PROMPT_VERSION
-from helm_roboreward.frames import FrameOptions, select_frame_indices
-from helm_roboreward.prompt import build_prompt
-from helm_roboreward.scoring import parse_progress_score, score_prediction
+from helm_roboreward.core.benchmark import DATASET_ID, DATASET_REVISION, OFFICIAL_SUBSETS, PROMPT_VERSION
+from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.core.scoring import parse_progress_score, score_prediction
+from helm_roboreward.media.selection import FrameOptions, select_frame_indices
 
 __version__ = "0.1.0"
 

@@ -7,11 +7,11 @@ non-zero status, never a traceback.
 import argparse
 import os
 import sys
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
-from helm_roboreward.benchmark import DATASET_REVISION
-from helm_roboreward.frames import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
-from helm_roboreward.report.command import add_report_options, run_report
+from helm_roboreward.core.benchmark import DATASET_REVISION
+from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
+from helm_roboreward.presentation.report.command import add_report_options, run_report
 
 SCENARIO_NAME = "roboreward"
 EXIT_FAILURES = 1
@@ -41,10 +41,10 @@ def add_frame_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from helm_roboreward.data_source import resolve_data_source
-    from helm_roboreward.dataset import collect_rollouts
-    from helm_roboreward.preparation import failures_by_row, prepare_media, rebuilt_summary
-    from helm_roboreward.safe_paths import require_inside
+    from helm_roboreward.data.rows import collect_rollouts
+    from helm_roboreward.data.sources import resolve_data_source
+    from helm_roboreward.media.paths import require_inside
+    from helm_roboreward.media.preparation import failures_by_row, prepare_media, rebuilt_summary
 
     options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
                            max_frames=args.max_frames, max_side=args.max_side)
@@ -60,7 +60,7 @@ def _prepare(args: argparse.Namespace) -> int:
     # prepare checks every cached entry in full (digests, a probe per video): the command to run for certainty.
     report = prepare_media(rollouts, media_dir, args.video == "native", options, jobs=jobs,
                            progress=not args.quiet, full_check=True)
-    failures: List[str] = problems + failures_by_row(rollouts, report)
+    failures: list[str] = problems + failures_by_row(rollouts, report)
     print(f"roboreward prepare: {source.description} (revision {source.revision}) -> {media_dir}")
     print(f"  rows: {len(rollouts) + len(problems)}   distinct videos ready: {report.num_videos}"
           f"   cache hits: {report.cache_hits}   failed rows: {len(failures)}")
@@ -119,8 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _files(args: argparse.Namespace) -> int:
-    from helm_roboreward.project_files import ExistingFilesError, subsets_of_local_copy, write_project_files
-    from helm_roboreward.schema import local_subsets
+    from helm_roboreward.presentation.project_files import (
+        ExistingFilesError,
+        subsets_of_local_copy,
+        write_project_files,
+    )
+    from helm_roboreward.presentation.schema import local_subsets
 
     subsets = [subset for data in args.data for subset in subsets_of_local_copy(data)]
     try:
@@ -140,7 +144,7 @@ def _files(args: argparse.Namespace) -> int:
 
 
 def _export_media(args: argparse.Namespace) -> int:
-    from helm_roboreward.viewer import export_media
+    from helm_roboreward.presentation.export import export_media
 
     copied, size, problems = export_media(args.output_path, args.suite, args.export_path)
     print(f"roboreward export-media: {copied} files ({size:,} bytes) copied into {args.export_path}/benchmark_output")
@@ -150,15 +154,15 @@ def _export_media(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from helm_roboreward.leaderboard import main as leaderboard_main
+    from helm_roboreward.presentation.leaderboard import main as leaderboard_main
 
     return leaderboard_main(["--suite", args.suite, "--output-path", args.output_path])
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``roboreward`` command; returns the exit status."""
-    from helm_roboreward.dataset import DataError
-    from helm_roboreward.extraction import VideoError
+    from helm_roboreward.data.rows import DataError
+    from helm_roboreward.media.decoding import VideoError
 
     args = build_parser().parse_args(argv)
     try:

@@ -1,13 +1,7 @@
-"""The HELM plugin entry point (group ``helm``): importing it registers everything helm-run needs.
+"""Stable import path of the plugin module (``helm-run --plugins helm_roboreward.plugin``).
 
-- the ``roboreward`` run spec (by importing :mod:`helm_roboreward.run_specs`);
-- the routing-aware model expanders (``video=auto`` resolved per model);
-- the package's model metadata and deployments (offline baselines, served models), for names
-  that ``--local-path`` (``prod_env/``) did not already define.
+The ``helm`` entry point names :mod:`helm_roboreward.helm_layer.plugin`, which this module imports: importing
+either registers the run spec, the routing-aware expanders and the package's models once.
 """
 
-from helm_roboreward.model_registry import register_package_models
-from helm_roboreward.run_specs import install_expanders
-
-install_expanders()
-register_package_models()
+import helm_roboreward.helm_layer.plugin  # noqa: F401

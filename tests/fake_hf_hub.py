@@ -34,11 +34,11 @@ was not, fetched. Usage::
 import hashlib
 import json
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Type
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 _TYPE_PREFIXES = {"datasets": "dataset", "spaces": "space", "models": "model"}
@@ -60,21 +60,21 @@ class FakeRepo:
     """One hub repository: commits (sha -> local folder served as content) and refs."""
 
     repo_id: str
-    commits: Dict[str, Path]
-    refs: Dict[str, str] = field(default_factory=dict)
+    commits: dict[str, Path]
+    refs: dict[str, str] = field(default_factory=dict)
     repo_type: str = "dataset"
-    token: Optional[str] = None
+    token: str | None = None
     """Token that has access (sent as ``Authorization: Bearer <token>``)."""
     private: bool = False
     """Every request needs ``token``; otherwise the repo looks nonexistent."""
     gated: bool = False
     """File downloads need ``token``; repo info and tree listings stay public."""
 
-    def resolve(self, revision: str) -> Optional[str]:
+    def resolve(self, revision: str) -> str | None:
         """Commit sha of a branch, tag or sha; ``None`` if unknown."""
         return revision if revision in self.commits else self.refs.get(revision)
 
-    def files(self, commit: str) -> Dict[str, Path]:
+    def files(self, commit: str) -> dict[str, Path]:
         """Repo path -> local file, for every file of a commit."""
         root = Path(self.commits[commit])
         return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
@@ -87,7 +87,7 @@ class RecordedRequest:
     method: str
     path: str
     """URL path with every segment percent-decoded."""
-    query: Dict[str, List[str]]
+    query: dict[str, list[str]]
     authorized: bool
     """Whether an ``Authorization`` header was sent (its value is never recorded)."""
 
@@ -96,16 +96,16 @@ class RecordedRequest:
 class _Reply:
     status: int
     body: bytes = b""
-    headers: Dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
-def _json_reply(payload: object, headers: Optional[Dict[str, str]] = None) -> _Reply:
+def _json_reply(payload: object, headers: dict[str, str] | None = None) -> _Reply:
     extra = {"Content-Type": "application/json"}
     extra.update(headers or {})
     return _Reply(200, json.dumps(payload).encode(), extra)
 
 
-def _error(status: int, code: Optional[str], message: str, headers: Optional[Mapping[str, str]] = None) -> _Reply:
+def _error(status: int, code: str | None, message: str, headers: Mapping[str, str] | None = None) -> _Reply:
     extra = {"Content-Type": "application/json", "X-Error-Message": message}
     if code is not None:
         extra["X-Error-Code"] = code
@@ -146,15 +146,15 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeHfHub:
     """A fake hub serving ``repos`` on ``127.0.0.1``; use as a context manager."""
 
-    def __init__(self, repos: Iterable[FakeRepo], *, page_size: Optional[int] = None) -> None:
+    def __init__(self, repos: Iterable[FakeRepo], *, page_size: int | None = None) -> None:
         self.repos = {(repo.repo_type, repo.repo_id): repo for repo in repos}
         self.page_size = page_size
-        self.outage_status: Optional[int] = None
+        self.outage_status: int | None = None
         """When set (e.g. 503), every request is answered with this status, as in a hub outage."""
-        self._requests: List[RecordedRequest] = []
+        self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
-        self._server: Optional[_Server] = None
-        self._thread: Optional[threading.Thread] = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> "FakeHfHub":
@@ -179,7 +179,7 @@ class FakeHfHub:
         return self.start()
 
     def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
 
@@ -193,7 +193,7 @@ class FakeHfHub:
 
     # -- recorded requests -----------------------------------------------------------------
     @property
-    def requests(self) -> List[RecordedRequest]:
+    def requests(self) -> list[RecordedRequest]:
         """Every request received so far, in order."""
         with self._lock:
             return list(self._requests)
@@ -203,7 +203,7 @@ class FakeHfHub:
         with self._lock:
             self._requests.clear()
 
-    def resolve_requests(self, method: str = "GET") -> List[str]:
+    def resolve_requests(self, method: str = "GET") -> list[str]:
         """Repo paths requested with ``method`` on ``/resolve/`` (``GET`` = file contents)."""
         found = []
         for request in self.requests:
@@ -213,7 +213,7 @@ class FakeHfHub:
                 found.append("/".join(parts[index + 2 :]))
         return found
 
-    def downloaded_files(self) -> List[str]:
+    def downloaded_files(self) -> list[str]:
         """Sorted repo paths whose contents were downloaded (GET on ``/resolve/``)."""
         return sorted(self.resolve_requests("GET"))
 
@@ -240,8 +240,8 @@ class FakeHfHub:
         return _error(404, None, "Not Found")
 
     def _repo(
-        self, repo_key: Tuple[str, str], authorization: Optional[str], *, download: bool
-    ) -> Tuple[Optional[FakeRepo], Optional[_Reply]]:
+        self, repo_key: tuple[str, str], authorization: str | None, *, download: bool
+    ) -> tuple[FakeRepo | None, _Reply | None]:
         repo = self.repos.get(repo_key)
         granted = repo is not None and repo.token is not None and authorization == f"Bearer {repo.token}"
         if repo is None or (repo.private and not granted):
@@ -257,11 +257,11 @@ class FakeHfHub:
 
     def _api(
         self,
-        repo_key: Tuple[str, str],
-        rest: List[str],
+        repo_key: tuple[str, str],
+        rest: list[str],
         url_path: str,
-        query: Dict[str, List[str]],
-        authorization: Optional[str],
+        query: dict[str, list[str]],
+        authorization: str | None,
     ) -> _Reply:
         repo, denied = self._repo(repo_key, authorization, download=False)
         if repo is None:
@@ -298,7 +298,7 @@ class FakeHfHub:
             }
         )
 
-    def _tree(self, repo: FakeRepo, revision: str, path: str, url_path: str, query: Dict[str, List[str]]) -> _Reply:
+    def _tree(self, repo: FakeRepo, revision: str, path: str, url_path: str, query: dict[str, list[str]]) -> _Reply:
         commit = repo.resolve(revision)
         if commit is None:
             return _error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
@@ -317,12 +317,12 @@ class FakeHfHub:
 
     def _resolve(
         self,
-        repo_key: Tuple[str, str],
+        repo_key: tuple[str, str],
         revision: str,
         path: str,
         method: str,
         headers: Mapping[str, str],
-        authorization: Optional[str],
+        authorization: str | None,
     ) -> _Reply:
         repo, denied = self._repo(repo_key, authorization, download=True)
         if repo is None:
@@ -349,11 +349,11 @@ class FakeHfHub:
         return _Reply(200, data, reply_headers)
 
 
-def _tree_entries(files: Mapping[str, Path], path: str, recursive: bool) -> Optional[List[Dict[str, object]]]:
+def _tree_entries(files: Mapping[str, Path], path: str, recursive: bool) -> list[dict[str, object]] | None:
     """Tree entries under ``path`` (``None`` if it is no folder of the commit)."""
     prefix = f"{path}/" if path else ""
-    folders: Dict[str, None] = {}
-    entries: List[Dict[str, object]] = []
+    folders: dict[str, None] = {}
+    entries: list[dict[str, object]] = []
     for repo_path, local in files.items():
         if not repo_path.startswith(prefix):
             continue
@@ -365,14 +365,14 @@ def _tree_entries(files: Mapping[str, Path], path: str, recursive: bool) -> Opti
             entries.append({"type": "file", "oid": git_blob_sha(data), "size": len(data), "path": repo_path})
     if path and not entries and not folders:
         return None
-    directories: List[Dict[str, object]] = [
+    directories: list[dict[str, object]] = [
         {"type": "directory", "oid": hashlib.sha1(name.encode()).hexdigest(), "size": 0, "path": name}
         for name in folders
     ]
     return directories + entries
 
 
-def _range_start(value: Optional[str]) -> int:
+def _range_start(value: str | None) -> int:
     """Start offset of a ``Range: bytes=N-`` header (0 when absent or unsupported)."""
     if not value or not value.startswith("bytes="):
         return 0

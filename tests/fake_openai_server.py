@@ -27,9 +27,10 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 CHAT = "chat"
@@ -48,7 +49,7 @@ class Recorded:
     path: str
     """Path of the URL, without the query string."""
     query: str
-    headers: Dict[str, str]
+    headers: dict[str, str]
     """Header names in lower case."""
     raw: bytes
     body: Any
@@ -59,7 +60,7 @@ class Recorded:
     """0-based arrival number over all requests to this server."""
 
     @property
-    def model(self) -> Optional[str]:
+    def model(self) -> str | None:
         """The model the request names (JSON ``model`` field, or the Gemini URL's model)."""
         if self.api == GEMINI:
             match = re.search(r"/models/([^/:]+):", self.path)
@@ -74,14 +75,14 @@ class Reply:
     """What the fake answers to one request."""
 
     text: str = "ANSWER: 3"
-    reasoning: Optional[str] = None
+    reasoning: str | None = None
     """Returned separately: ``reasoning_content`` (chat), a reasoning summary (responses), a thinking
     block (messages) or a ``thought`` part (Gemini)."""
     reasoning_key: str = "reasoning_content"
     """Chat completions only: the message key of the reasoning (vLLM: ``reasoning_content``; newer: ``reasoning``)."""
     status: int = 200
     error: str = "fake server error"
-    headers: Dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     """Seconds to wait before answering."""
     prompt_tokens: int = 11
@@ -101,7 +102,7 @@ class FailFirst:
     """Fail the first ``count`` requests with ``status`` (and ``headers``), then behave like ``then``."""
 
     def __init__(self, count: int, then: Behaviour, status: int = 503,
-                 headers: Optional[Dict[str, str]] = None) -> None:
+                 headers: dict[str, str] | None = None) -> None:
         self.count = count
         self.then = then
         self.status = status
@@ -128,18 +129,18 @@ class Part:
 
     kind: str
     """text, image or video."""
-    text: Optional[str] = None
-    mime_type: Optional[str] = None
-    data: Optional[bytes] = None
+    text: str | None = None
+    mime_type: str | None = None
+    data: bytes | None = None
     """Decoded bytes of a data URL or of inline base64 data."""
-    url: Optional[str] = None
+    url: str | None = None
     """The URL when it is not a data URL (e.g. ``file://...``)."""
 
 
 _DATA_URL = re.compile(r"^data:(?P<mime>[^;,]+);base64,(?P<data>.*)$", re.DOTALL)
 
 
-def decode_data_url(url: str) -> Optional[tuple]:
+def decode_data_url(url: str) -> tuple | None:
     """``(mime type, bytes)`` of a base64 data URL, or None for any other URL."""
     match = _DATA_URL.match(url)
     if match is None:
@@ -161,7 +162,7 @@ def _url_part(kind: str, url: str) -> Part:
     return Part(kind=kind, mime_type=decoded[0], data=decoded[1])
 
 
-def _chat_parts(content: Any) -> List[Part]:
+def _chat_parts(content: Any) -> list[Part]:
     if isinstance(content, str):
         return [Part(kind="text", text=content)]
     parts = []
@@ -178,7 +179,7 @@ def _chat_parts(content: Any) -> List[Part]:
     return parts
 
 
-def _responses_parts(content: Any) -> List[Part]:
+def _responses_parts(content: Any) -> list[Part]:
     if isinstance(content, str):
         return [Part(kind="text", text=content)]
     parts = []
@@ -193,7 +194,7 @@ def _responses_parts(content: Any) -> List[Part]:
     return parts
 
 
-def _messages_parts(content: Any) -> List[Part]:
+def _messages_parts(content: Any) -> list[Part]:
     if isinstance(content, str):
         return [Part(kind="text", text=content)]
     parts = []
@@ -211,7 +212,7 @@ def _messages_parts(content: Any) -> List[Part]:
     return parts
 
 
-def gemini_inline(part: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def gemini_inline(part: dict[str, Any]) -> dict[str, Any] | None:
     """The inline data of a Gemini part, accepting both JSON spellings (``inlineData`` / ``inline_data``)."""
     inline = part.get("inlineData", part.get("inline_data"))
     if inline is None:
@@ -219,7 +220,7 @@ def gemini_inline(part: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return {"mime_type": inline.get("mimeType", inline.get("mime_type")), "data": inline["data"]}
 
 
-def _gemini_parts(contents: Sequence[Dict[str, Any]]) -> List[Part]:
+def _gemini_parts(contents: Sequence[dict[str, Any]]) -> list[Part]:
     parts = []
     for content in contents:
         for part in content.get("parts", []):
@@ -235,7 +236,7 @@ def _gemini_parts(contents: Sequence[Dict[str, Any]]) -> List[Part]:
     return parts
 
 
-def user_messages(recorded: Recorded) -> List[Any]:
+def user_messages(recorded: Recorded) -> list[Any]:
     """The messages (chat, messages), input items (responses) or contents (Gemini) of a request."""
     body = recorded.body
     if recorded.api in (CHAT, MESSAGES):
@@ -247,7 +248,7 @@ def user_messages(recorded: Recorded) -> List[Any]:
     raise AssertionError(f"{recorded.api} requests carry no messages")
 
 
-def media_parts(recorded: Recorded) -> List[Part]:
+def media_parts(recorded: Recorded) -> list[Part]:
     """Every content part of a request's (single) user message, in order, media decoded."""
     body = recorded.body
     if recorded.api == GEMINI:
@@ -274,8 +275,8 @@ def without_media_payloads(recorded: Recorded) -> str:
 # Answer formats
 
 
-def _chat_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
-    message: Dict[str, Any] = {"role": "assistant", "content": reply.text}
+def _chat_answer(recorded: Recorded, reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.reasoning is not None:
         message[reply.reasoning_key] = reply.reasoning
     return {
@@ -289,8 +290,8 @@ def _chat_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
     }
 
 
-def _responses_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
-    output: List[Dict[str, Any]] = []
+def _responses_answer(recorded: Recorded, reply: Reply) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
     if reply.reasoning is not None:
         output.append({"type": "reasoning", "id": f"rs_fake_{recorded.index}",
                        "summary": [{"type": "summary_text", "text": reply.reasoning}]})
@@ -316,8 +317,8 @@ def _responses_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
     }
 
 
-def _messages_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
-    content: List[Dict[str, Any]] = []
+def _messages_answer(recorded: Recorded, reply: Reply) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
     if reply.reasoning is not None:
         content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "fake"})
     content.append({"type": "text", "text": reply.text})
@@ -333,8 +334,8 @@ def _messages_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
     }
 
 
-def _gemini_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
-    parts: List[Dict[str, Any]] = []
+def _gemini_answer(recorded: Recorded, reply: Reply) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
     if reply.reasoning is not None:
         parts.append({"text": reply.reasoning, "thought": True})
     parts.append({"text": reply.text})
@@ -349,7 +350,7 @@ def _gemini_answer(recorded: Recorded, reply: Reply) -> Dict[str, Any]:
 _ANSWERS = {CHAT: _chat_answer, RESPONSES: _responses_answer, MESSAGES: _messages_answer, GEMINI: _gemini_answer}
 
 
-def _error_body(api: str, reply: Reply) -> Dict[str, Any]:
+def _error_body(api: str, reply: Reply) -> dict[str, Any]:
     if api == MESSAGES:
         return {"type": "error", "error": {"type": "invalid_request_error", "message": reply.error}}
     if api == GEMINI:
@@ -382,13 +383,13 @@ def api_of(method: str, path: str) -> str:
 class FakeModelServer:
     """The fake: start it (or use it as a context manager), point clients at :attr:`base_url`, read :attr:`requests`."""
 
-    def __init__(self, behaviour: Optional[Behaviour] = None, served_models: Sequence[str] = ("fake-model",)) -> None:
+    def __init__(self, behaviour: Behaviour | None = None, served_models: Sequence[str] = ("fake-model",)) -> None:
         self.behaviour: Behaviour = behaviour or constant()
         self.served_models = list(served_models)
-        self._requests: List[Recorded] = []
+        self._requests: list[Recorded] = []
         self._lock = threading.Lock()
-        self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
 
     # lifecycle -----------------------------------------------------------------------------
 
@@ -449,11 +450,11 @@ class FakeModelServer:
     # records -------------------------------------------------------------------------------
 
     @property
-    def requests(self) -> List[Recorded]:
+    def requests(self) -> list[Recorded]:
         with self._lock:
             return list(self._requests)
 
-    def requests_to(self, api: str, model: Optional[str] = None) -> List[Recorded]:
+    def requests_to(self, api: str, model: str | None = None) -> list[Recorded]:
         return [r for r in self.requests if r.api == api and (model is None or r.model == model)]
 
     def clear(self) -> None:
@@ -496,8 +497,8 @@ class FakeModelServer:
         self._send(handler, 200, _ANSWERS[api](recorded, reply), reply.headers)
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: Dict[str, Any],
-              headers: Optional[Dict[str, str]] = None) -> None:
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any],
+              headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
         try:
             handler.send_response(status)

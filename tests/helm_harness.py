@@ -18,8 +18,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any
 
 from tests.fake_openai_server import FakeModelServer
 
@@ -67,7 +68,7 @@ def private_local_path(folder: Path, fake: FakeModelServer) -> Path:
     return folder
 
 
-def helm_environment(fake: FakeModelServer) -> Dict[str, str]:
+def helm_environment(fake: FakeModelServer) -> dict[str, str]:
     """The subprocess environment: offline, no real provider credentials, SDK base URLs on the fake."""
     env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENVIRONMENT}
     loopback = "127.0.0.1,localhost"
@@ -84,7 +85,7 @@ def helm_environment(fake: FakeModelServer) -> Dict[str, str]:
 
 
 def helm_run_command(entries: Sequence[str], suite: str, local_path: Path, output: str = "benchmark_output",
-                     threads: int = 4) -> List[str]:
+                     threads: int = 4) -> list[str]:
     return [cli("helm-run"), "-r", *entries, "--suite", suite, "-m", "100", "-n", str(threads),
             "--local-path", str(local_path), "-o", output]
 
@@ -101,7 +102,7 @@ def read_json(path: Path) -> Any:
         return json.load(handle)
 
 
-def run_stats(run_dir: Path) -> Dict[str, float]:
+def run_stats(run_dir: Path) -> dict[str, float]:
     """Run-level means of the test split, by stat name (no perturbations)."""
     stats = {}
     for stat in read_json(run_dir / "stats.json"):
@@ -111,22 +112,22 @@ def run_stats(run_dir: Path) -> Dict[str, float]:
     return stats
 
 
-def request_states(run_dir: Path) -> List[Dict[str, Any]]:
+def request_states(run_dir: Path) -> list[dict[str, Any]]:
     return list(read_json(run_dir / "scenario_state.json")["request_states"])
 
 
-def prompt_of(state: Dict[str, Any]) -> str:
+def prompt_of(state: dict[str, Any]) -> str:
     media = state["request"]["multimodal_prompt"]["media_objects"]
     assert media[0]["content_type"] == "text/plain"
     return str(media[0]["text"])
 
 
-def media_locations(state: Dict[str, Any]) -> List[str]:
+def media_locations(state: dict[str, Any]) -> list[str]:
     media = state["request"]["multimodal_prompt"]["media_objects"]
     return [str(m["location"]) for m in media[1:]]
 
 
-def gold_of(state: Dict[str, Any]) -> int:
+def gold_of(state: dict[str, Any]) -> int:
     return int(state["instance"]["references"][0]["output"]["text"])
 
 
@@ -134,10 +135,10 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sample_rows() -> List[Dict[str, Any]]:
+def sample_rows() -> list[dict[str, Any]]:
     with open(SAMPLE / "metadata.jsonl", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def rows_of(subset: str) -> List[Dict[str, Any]]:
+def rows_of(subset: str) -> list[dict[str, Any]]:
     return [row for row in sample_rows() if row["file_name"].split("/")[0] == subset]

@@ -13,7 +13,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO / "helm_roboreward" / "sample"
@@ -22,17 +22,17 @@ SAMPLE = SAMPLE_DIR / "test"
 CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
 
 
-def _read_jsonl(path: Path) -> List[Dict[str, Any]]:
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
 @functools.cache
-def _rows() -> Tuple[str, ...]:
+def _rows() -> tuple[str, ...]:
     return tuple(json.dumps(row) for row in _read_jsonl(SAMPLE / "metadata.jsonl"))
 
 
-def sample_rows() -> List[Dict[str, Any]]:
+def sample_rows() -> list[dict[str, Any]]:
     """The metadata rows, in file order (fresh dicts: callers may change them)."""
     return [json.loads(row) for row in _rows()]
 
@@ -45,17 +45,17 @@ def stem_of(file_name: str) -> str:
     return file_name.rsplit("/", 1)[-1][: -len(".mp4")]
 
 
-def rows_of(subset: str) -> List[Dict[str, Any]]:
+def rows_of(subset: str) -> list[dict[str, Any]]:
     return [row for row in sample_rows() if subset_of(row["file_name"]) == subset]
 
 
-def sample_subsets() -> List[str]:
+def sample_subsets() -> list[str]:
     """The subsets of the sample, sorted by name."""
     return sorted({subset_of(row["file_name"]) for row in sample_rows()})
 
 
 @functools.cache
-def sample_states() -> Dict[str, Dict[str, Any]]:
+def sample_states() -> dict[str, dict[str, Any]]:
     """``sim_state.jsonl`` by file name (the simulator state, ``kind`` and ``source`` of each row)."""
     return {state["file_name"]: state for state in _read_jsonl(SAMPLE_DIR / "sim_state.jsonl")}
 
@@ -70,28 +70,28 @@ def video_sha256(file_name: str) -> str:
     return hashlib.sha256((SAMPLE / file_name).read_bytes()).hexdigest()
 
 
-def distinct_videos(subset: Optional[str] = None) -> Dict[str, str]:
+def distinct_videos(subset: str | None = None) -> dict[str, str]:
     """SHA-256 -> the first row's file name with those bytes (relabels are byte-identical copies)."""
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for row in sample_rows():
         if subset is None or subset_of(row["file_name"]) == subset:
             out.setdefault(video_sha256(row["file_name"]), row["file_name"])
     return out
 
 
-def clip_rows(subset: str, min_frames: int = 0) -> List[Dict[str, Any]]:
+def clip_rows(subset: str, min_frames: int = 0) -> list[dict[str, Any]]:
     """The subset's temporal clips (``<episode>_attempt_<n>_score_<k>``) of at least ``min_frames`` frames."""
     states = sample_states()
     return [row for row in rows_of(subset)
             if CLIP_NAME.match(stem_of(row["file_name"])) and states[row["file_name"]]["frame"] + 1 >= min_frames]
 
 
-def constant_mae(rows: List[Dict[str, Any]], prediction: float) -> float:
+def constant_mae(rows: list[dict[str, Any]], prediction: float) -> float:
     """The MAE of always predicting ``prediction`` over ``rows``."""
     return sum(abs(prediction - row["reward"]) for row in rows) / len(rows)
 
 
-def documented_counts() -> Tuple[Counter, int, int]:
+def documented_counts() -> tuple[Counter, int, int]:
     """The sample README's counts table: rows by (subset, kind, reward), total rows, distinct videos."""
     readme = (SAMPLE_DIR / "README.md").read_text(encoding="utf-8")
     totals = re.search(r"\((\d+) rows; (\d+) distinct videos", readme)

@@ -30,16 +30,17 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any
 
 import av
 import pytest
 
-from helm_roboreward.frame_cache import frames_directory, frames_key, read_manifest
-from helm_roboreward.frames import FrameOptions
-from helm_roboreward.media_store import file_digest
+from helm_roboreward.core.files import file_digest
+from helm_roboreward.media.frame_cache import frames_directory, frames_key, read_manifest
+from helm_roboreward.media.selection import FrameOptions
 from tests.fake_openai_server import FakeModelServer, Recorded, Reply, media_parts
 from tests.helm_harness import (
     REPO,
@@ -76,11 +77,11 @@ class RunCrashedError(Exception):
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def subset_of(row: Dict[str, Any]) -> str:
+def subset_of(row: dict[str, Any]) -> str:
     return str(row["file_name"]).split("/", 1)[0]
 
 
-def small_rows() -> List[Dict[str, Any]]:
+def small_rows() -> list[dict[str, Any]]:
     """The rows of the sample's smallest subset with at least three rows (all rows if none has three)."""
     rows = sample_rows()
     sizes = collections.Counter(subset_of(row) for row in rows)
@@ -91,13 +92,13 @@ def small_rows() -> List[Dict[str, Any]]:
     return [row for row in rows if subset_of(row) == chosen]
 
 
-def write_metadata(root: Path, rows: Sequence[Dict[str, Any]]) -> None:
+def write_metadata(root: Path, rows: Sequence[dict[str, Any]]) -> None:
     path = root / "test" / "metadata.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
 
-def build_data(root: Path, rows: Sequence[Dict[str, Any]]) -> Path:
+def build_data(root: Path, rows: Sequence[dict[str, Any]]) -> Path:
     """A data folder in the dataset layout holding copies of the sample's videos for ``rows``."""
     write_metadata(root, rows)
     for row in rows:
@@ -127,7 +128,7 @@ def media_dir(out: Path) -> Path:
     return out / "scenarios" / "roboreward"
 
 
-def snapshot(folder: Path) -> Dict[str, Tuple[int, int, str]]:
+def snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:
     """Every file under ``folder``: relative path -> (size, mtime_ns, sha256).
 
     Verification stamps (``verified.json``) are left out: they record inodes and change times, which a copy of
@@ -144,7 +145,7 @@ def snapshot(folder: Path) -> Dict[str, Tuple[int, int, str]]:
     return files
 
 
-def leftovers(folder: Path) -> List[str]:
+def leftovers(folder: Path) -> list[str]:
     """Temporary files a writer left behind (``.part``, ``.tmp-*``, ``.write-check-*``)."""
     return sorted(str(p) for p in folder.rglob("*")
                   if p.name.endswith(".part") or p.name.startswith((".tmp-", ".write-check-")))
@@ -165,7 +166,7 @@ def require_fix(text: str, fixes: Sequence[str], what: str) -> None:
         raise MissingFixError(f"{what}: none of {list(fixes)} in:\n{text}")
 
 
-def frames_of(video: Path, cache: Path) -> Optional[Dict[str, object]]:
+def frames_of(video: Path, cache: Path) -> dict[str, object] | None:
     """The complete manifest of a video's official frames in a cache, or None."""
     return read_manifest(frames_directory(str(cache), frames_key(file_digest(str(video)), FrameOptions())))
 
@@ -194,7 +195,7 @@ class Ctx:
 
     data: Path
     out: Path
-    rows: List[Dict[str, Any]]
+    rows: list[dict[str, Any]]
     target: int = 1
     """Index of the row a case breaks (the second: a good row comes first)."""
 
@@ -203,7 +204,7 @@ class Ctx:
         return self.data / "test" / "metadata.jsonl"
 
     @property
-    def row(self) -> Dict[str, Any]:
+    def row(self) -> dict[str, Any]:
         return self.rows[self.target]
 
     @property
@@ -218,10 +219,10 @@ class Ctx:
     def subset(self) -> str:
         return subset_of(self.row)
 
-    def rewrite(self, rows: Sequence[Dict[str, Any]]) -> None:
+    def rewrite(self, rows: Sequence[dict[str, Any]]) -> None:
         write_metadata(self.data, rows)
 
-    def with_target(self, **changes: Any) -> List[Dict[str, Any]]:
+    def with_target(self, **changes: Any) -> list[dict[str, Any]]:
         rows = [dict(row) for row in self.rows]
         rows[self.target].update(changes)
         return rows
@@ -232,13 +233,13 @@ class PrepareCase:
     id: str
     break_it: Callable[[Ctx], None]
     exit: int
-    says: Callable[[Ctx], List[str]]
+    says: Callable[[Ctx], list[str]]
     """Fragments of the message: file, line, field (or option), the problem."""
-    fixes: Tuple[str, ...]
+    fixes: tuple[str, ...]
     """The fix: one of these must be in the message (in the failing row's own line for row failures)."""
     row_failure: bool = False
     """True: the other rows are prepared (start from an empty output); False: nothing is done (start warm)."""
-    args: Tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
 
 
 def _without_field(ctx: Ctx) -> None:
@@ -366,7 +367,7 @@ class Small:
     """The small data set, untouched."""
     warm: Path
     """An output folder where ``roboreward prepare`` already prepared it."""
-    rows: List[Dict[str, Any]]
+    rows: list[dict[str, Any]]
     distinct_videos: int
 
 
@@ -441,8 +442,8 @@ def test_prepare_bad_data_and_videos(case: PrepareCase, small: Small, tmp_path: 
 @dataclass(frozen=True)
 class OutputCase:
     id: str
-    says: Callable[[Ctx], List[str]]
-    fixes: Tuple[str, ...]
+    says: Callable[[Ctx], list[str]]
+    fixes: tuple[str, ...]
 
 
 OUTPUT_CASES = [
@@ -464,7 +465,7 @@ def test_prepare_unwritable_output_folder(case: OutputCase, small: Small, tmp_pa
         (ctx.out / "runs" / "v1").mkdir(parents=True)
         (ctx.out / "runs" / "v1" / "stats.json").write_text('[{"name": {"name": "abs_error"}, "mean": 1.0}]')
         (ctx.out / "scenarios").write_text("not a folder\n")
-        locked: List[Path] = []
+        locked: list[Path] = []
     else:
         locked = [media_dir(ctx.out), *[p for p in media_dir(ctx.out).rglob("*") if p.is_dir()]]
     before = snapshot(ctx.out)
@@ -490,7 +491,7 @@ def test_prepare_unwritable_output_folder(case: OutputCase, small: Small, tmp_pa
 class OptionCase:
     id: str
     entry: str
-    says: Tuple[str, ...]
+    says: tuple[str, ...]
 
 
 CONSTANT = "model=baseline/constant-3"
@@ -524,16 +525,16 @@ class HelmOutcome:
     workdir: Path
     returncode: int
     output: str
-    requests: List[Recorded] = field(default_factory=list)
+    requests: list[Recorded] = field(default_factory=list)
 
 
-def _start(command: List[str], workdir: Path, env: Dict[str, str]) -> "subprocess.Popen[str]":
+def _start(command: list[str], workdir: Path, env: dict[str, str]) -> "subprocess.Popen[str]":
     """Start a helm-run whose output goes to ``workdir/stdout.log`` (a pipe could fill up and stall it)."""
     with open(workdir / "stdout.log", "w") as log:
         return subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
 
 
-def _finish(process: "subprocess.Popen[str]", workdir: Path) -> Tuple[int, str]:
+def _finish(process: "subprocess.Popen[str]", workdir: Path) -> tuple[int, str]:
     try:
         process.wait(timeout=TIMEOUT)
     finally:
@@ -546,7 +547,7 @@ def _finish(process: "subprocess.Popen[str]", workdir: Path) -> Tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def option_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, HelmOutcome]]:
+def option_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, HelmOutcome]]:
     """Every option case's helm-run, started at once (each in its own folder)."""
     root = tmp_path_factory.mktemp("options")
     empty_data = root / "empty-data"
@@ -569,7 +570,7 @@ def option_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, 
 
 
 @pytest.mark.parametrize("case", OPTION_CASES, ids=[c.id for c in OPTION_CASES])
-def test_helm_run_bad_option(case: OptionCase, option_runs: Dict[str, HelmOutcome]) -> None:
+def test_helm_run_bad_option(case: OptionCase, option_runs: dict[str, HelmOutcome]) -> None:
     outcome = option_runs[case.id]
     assert outcome.returncode != 0, outcome.output[-3000:]
     assert_says(outcome.output, case.says)
@@ -596,14 +597,14 @@ class ModelOutputRun:
     run_dir: Path
     returncode: int
     output: str
-    task_of_case: Dict[str, str]
-    states: List[Dict[str, Any]] = field(default_factory=list)
-    per_instance: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    task_of_case: dict[str, str]
+    states: list[dict[str, Any]] = field(default_factory=list)
+    per_instance: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def task_of(self, state: Dict[str, Any]) -> str:
+    def task_of(self, state: dict[str, Any]) -> str:
         return prompt_of(state).rsplit("\n\nTask: ", 1)[1]
 
-    def states_of(self, case_id: str) -> List[Dict[str, Any]]:
+    def states_of(self, case_id: str) -> list[dict[str, Any]]:
         return [s for s in self.states if self.task_of(s) == self.task_of_case[case_id]]
 
 
@@ -612,7 +613,7 @@ def _task_of_request(recorded: Recorded) -> str:
 
 
 @pytest.fixture(scope="module")
-def model_output_runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, ModelOutputRun]:
+def model_output_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelOutputRun]:
     """Two helm-runs over the whole sample at once, each against its own fake.
 
     ``bad``: the fake answers the rows of three tasks badly (unparseable, empty, HTTP 400), the rest 'ANSWER: 3'.
@@ -659,12 +660,12 @@ def model_output_runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Mod
     return runs
 
 
-def gold(state: Dict[str, Any]) -> int:
+def gold(state: dict[str, Any]) -> int:
     return int(state["instance"]["references"][0]["output"]["text"])
 
 
 @pytest.mark.parametrize("case_id", MODEL_CASES[:3])
-def test_bad_model_output(case_id: str, model_output_runs: Dict[str, ModelOutputRun]) -> None:
+def test_bad_model_output(case_id: str, model_output_runs: dict[str, ModelOutputRun]) -> None:
     run = model_output_runs["bad"]
     assert run.returncode == 0, run.output[-3000:]  # the run completes
     mine = run.states_of(case_id)
@@ -697,7 +698,7 @@ def test_bad_model_output(case_id: str, model_output_runs: Dict[str, ModelOutput
     assert stats["invalid_output"] == pytest.approx(invalid / (len(run.states) - failed), abs=1e-12)
 
 
-def test_bad_model_output_huge_number(model_output_runs: Dict[str, ModelOutputRun]) -> None:
+def test_bad_model_output_huge_number(model_output_runs: dict[str, ModelOutputRun]) -> None:
     case_id = "model-output-huge-number"
     run = model_output_runs["huge"]
     if run.returncode != 0 and "OverflowError" in run.output:
@@ -716,7 +717,7 @@ def test_bad_model_output_huge_number(model_output_runs: Dict[str, ModelOutputRu
 # --------------------------------------------------------------------------------------------- the catalogue
 
 
-OTHER_FILE_CASES: Dict[str, str] = {
+OTHER_FILE_CASES: dict[str, str] = {
     # run names (helm-run): tests/test_run_names.py
     "option-fps-close-values": "tests/test_run_names.py::test_entries_differing_only_in_fps_get_different_names",
     "option-revision-with-slash": "tests/test_run_names.py::test_revisions_get_distinct_slash_free_names",

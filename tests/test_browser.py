@@ -36,9 +36,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any
 
 import pytest
 
@@ -99,7 +100,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def http_get(url: str, timeout: float = 10.0) -> Tuple[int, str, bytes]:
+def http_get(url: str, timeout: float = 10.0) -> tuple[int, str, bytes]:
     """``(status, content type, body)``; HTTP errors are returned, not raised."""
     try:
         with HTTP.open(url, timeout=timeout) as response:
@@ -113,7 +114,7 @@ class Processes:
     """Every background process the module starts, ended (by handle) in teardown."""
 
     folder: Path
-    started: List[Tuple[str, "subprocess.Popen[bytes]"]] = field(default_factory=list)
+    started: list[tuple[str, "subprocess.Popen[bytes]"]] = field(default_factory=list)
 
     def start(self, name: str, command: Sequence[str], cwd: Path) -> "subprocess.Popen[bytes]":
         # Output to files, never to a pipe nobody reads (a full pipe stalls the process).
@@ -171,22 +172,22 @@ class Processes:
             time.sleep(0.1)
 
 
-def helm_server(suite: str, port: int, *extra: str) -> List[str]:
+def helm_server(suite: str, port: int, *extra: str) -> list[str]:
     return [cli("helm-server"), "--suite", suite, "--port", str(port), "-o", "benchmark_output", *extra]
 
 
-def helm_summarize(suite: str) -> List[str]:
+def helm_summarize(suite: str) -> list[str]:
     return [cli("helm-summarize"), "--suite", suite, "--schema-path", str(SCHEMA), "--schema-validation", "error",
             "--local-path", str(PROD_ENV), "--num-threads", "1", "-o", "benchmark_output",
             "--summarizer-class-name", "helm_roboreward.summarizer.RoboRewardSummarizer"]
 
 
-def helm_run(local_path: Path, suite: str, *selection: str) -> List[str]:
+def helm_run(local_path: Path, suite: str, *selection: str) -> list[str]:
     return [cli("helm-run"), *selection, "--suite", suite, "-m", "100", "--local-path", str(local_path),
             "-o", "benchmark_output"]
 
 
-def local_copy_rows() -> List[Dict[str, Any]]:
+def local_copy_rows() -> list[dict[str, Any]]:
     """The sample rows each subset of the local copy is made of: the first three of ``sim_kuka``."""
     rows = [json.loads(line) for line in (SAMPLE_DATA / "metadata.jsonl").read_text().splitlines() if line.strip()]
     return [row for row in rows if row["file_name"].startswith("sim_kuka/")][:3]
@@ -362,7 +363,7 @@ return [...document.querySelectorAll('video')].map(video => {
 """
 
 
-def read_table(driver: webdriver.Chrome) -> Optional[Dict[str, Any]]:
+def read_table(driver: webdriver.Chrome) -> dict[str, Any] | None:
     return driver.execute_script(READ_TABLE)  # type: ignore[no-any-return]
 
 
@@ -391,7 +392,7 @@ def shown_header(value: str) -> str:
     return value
 
 
-def check_table(shown: Dict[str, Any], expected: Dict[str, Any]) -> None:
+def check_table(shown: dict[str, Any], expected: dict[str, Any]) -> None:
     """A rendered table equals a summarized JSON table: titles, rows (any order), numbers as shown, bold cells."""
     title = expected["title"]
     assert [h["text"] for h in shown["head"]] == [shown_header(h["value"]) for h in expected["header"]], title
@@ -412,7 +413,7 @@ def check_table(shown: Dict[str, Any], expected: Dict[str, Any]) -> None:
             assert cell["bold"] == bold, where
 
 
-def group_tables(site: Site, suite: str, group: str) -> List[Dict[str, Any]]:
+def group_tables(site: Site, suite: str, group: str) -> list[dict[str, Any]]:
     with open(site.runs / suite / "groups" / f"{group}.json", encoding="utf-8") as handle:
         return json.load(handle)  # type: ignore[no-any-return]
 
@@ -422,7 +423,7 @@ def read_run_json(site: Site, suite: str, run_name: str, name: str) -> Any:
         return json.load(handle)
 
 
-def instance_blocks(driver: webdriver.Chrome) -> Dict[str, str]:
+def instance_blocks(driver: webdriver.Chrome) -> dict[str, str]:
     """The run page's text, cut per instance card: instance id -> its text (whitespace collapsed)."""
     text = driver.find_element(By.TAG_NAME, "body").text
     blocks = {}
@@ -437,7 +438,7 @@ def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def show_table(driver: webdriver.Chrome, table: Dict[str, Any]) -> Dict[str, Any]:
+def show_table(driver: webdriver.Chrome, table: dict[str, Any]) -> dict[str, Any]:
     """Click a leaderboard tab (the page keeps the last tab across routes) and wait for its table."""
     wait_for(driver, lambda d: d.find_elements(By.XPATH, "//div[@role='navigation']/div"), "the table tabs")
     tab = driver.find_element(By.XPATH, f"//div[@role='navigation']/div[normalize-space(.)='{table['title']}']")
@@ -460,7 +461,7 @@ def open_run_page(driver: webdriver.Chrome, base: str, run_name: str) -> None:
              f"the instances of {run_name}")
 
 
-def wait_for_frames(driver: webdriver.Chrome, what: str) -> List[Dict[str, Any]]:
+def wait_for_frames(driver: webdriver.Chrome, what: str) -> list[dict[str, Any]]:
     """The frame <img>s once all of them finished loading (or failing)."""
     return wait_for(  # type: ignore[no-any-return]
         driver,
@@ -602,7 +603,7 @@ def test_landing_page_shows_the_demo_leaderboard(site: Site, browser: webdriver.
     wait_for(browser, lambda d: any("RoboReward" in h.text for h in d.find_elements(By.TAG_NAME, "h1")),
              "the RoboReward title")
 
-    def loaded(d: webdriver.Chrome) -> Optional[Dict[str, Any]]:
+    def loaded(d: webdriver.Chrome) -> dict[str, Any] | None:
         table = read_table(d)
         spinning = d.find_elements(By.CSS_SELECTOR, ".loading-spinner")
         return table if table and table["rows"] and not spinning else None

@@ -18,18 +18,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import av
 import pytest
 
-from helm_roboreward.dataset import load_rollouts
-from helm_roboreward.extraction import extract_frames, probe_video
-from helm_roboreward.frame_cache import frames_directory, frames_key
-from helm_roboreward.frames import FrameOptions, select_frame_indices
-from helm_roboreward.media_store import MANIFEST_FILE, file_digest
-from helm_roboreward.preparation import FRAMES_FOLDER, failures_by_row, prepare_media, rebuilt_summary
-from helm_roboreward.video_copies import copy_location, remux_without_metadata, store_video, unsafe_metadata
+from helm_roboreward.core.files import file_digest
+from helm_roboreward.data.rows import load_rollouts
+from helm_roboreward.media.copies import copy_location, remux_without_metadata, store_video, unsafe_metadata
+from helm_roboreward.media.decoding import extract_frames, probe_video
+from helm_roboreward.media.frame_cache import frames_directory, frames_key
+from helm_roboreward.media.preparation import FRAMES_FOLDER, failures_by_row, prepare_media, rebuilt_summary
+from helm_roboreward.media.selection import FrameOptions, select_frame_indices
+from helm_roboreward.media.store import MANIFEST_FILE
 from tests.helm_harness import PROD_ENV, SAMPLE, TIMEOUT, cli
 from tests.videos import decode_all, make_tagged_copy, make_text_file
 
@@ -45,7 +46,7 @@ def entry_of(video: Path, cache: Path, options: FrameOptions = OFFICIAL) -> Path
     return Path(frames_directory(str(cache), frames_key(file_digest(str(video)), options)))
 
 
-def local_copy(root: Path, rows: List[Dict[str, Any]], files: Dict[str, Path]) -> Path:
+def local_copy(root: Path, rows: list[dict[str, Any]], files: dict[str, Path]) -> Path:
     """A data folder in the dataset layout: ``rows`` in metadata.jsonl, ``files`` placed at their names."""
     for name, source in files.items():
         target = root / "test" / name
@@ -288,8 +289,8 @@ def many_videos(root: Path, count: int) -> Path:
     return local_copy(root, rows, files)
 
 
-def children(pid: int) -> List[int]:
-    found: List[int] = []
+def children(pid: int) -> list[int]:
+    found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(child) for child in (task / "children").read_text().split()]
     return found
@@ -307,18 +308,18 @@ def complete_entries(media: Path) -> int:
     return sum(1 for _ in media.rglob(MANIFEST_FILE))
 
 
-def prepare_command(data: Path, out: Path) -> List[str]:
+def prepare_command(data: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "helm_roboreward.cli", "prepare", "--data", str(data), "--output-path", str(out),
             "--jobs", "2", "--fps", "1000", "--quiet"]  # every frame: enough work per video
 
 
-def helm_run_command_for(data: Path, out: Path) -> List[str]:
+def helm_run_command_for(data: Path, out: Path) -> list[str]:
     entry = f"roboreward:subset=all,data={data},fps=1000,jobs=2,model=baseline/constant-3"
     return [cli("helm-run"), "--run-entries", entry, "--suite", "killed", "-m", "1000", "--local-path",
             str(PROD_ENV), "--output-path", str(out)]
 
 
-def start_prepare(command: List[str], out: Path) -> Tuple["subprocess.Popen[str]", List[int]]:
+def start_prepare(command: list[str], out: Path) -> tuple["subprocess.Popen[str]", list[int]]:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=out.parent,
                                env={**os.environ, "HF_HUB_OFFLINE": "1"})
     media = out / "scenarios" / "roboreward"
@@ -332,7 +333,7 @@ def start_prepare(command: List[str], out: Path) -> Tuple["subprocess.Popen[str]
     return process, workers
 
 
-def assert_workers_stop_and_nothing_more_is_written(workers: List[int], media: Path) -> None:
+def assert_workers_stop_and_nothing_more_is_written(workers: list[int], media: Path) -> None:
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in workers):
         assert time.monotonic() < deadline, f"workers still running: {[pid for pid in workers if alive(pid)]}"

@@ -19,7 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import pytest
 
@@ -59,7 +59,7 @@ def score_for(prompt: str) -> int:
     return int(sha256(prompt.encode()), 16) % 5 + 1
 
 
-def plan() -> Tuple[str, Tuple[str, ...]]:
+def plan() -> tuple[str, tuple[str, ...]]:
     """(the task whose rows fail for good, the tasks whose rows fail once), from the sample's tasks."""
     tasks = sorted({row["task"] for row in sample_rows()})
     assert len(tasks) >= 4, "the sample needs four distinct tasks"
@@ -71,7 +71,7 @@ class Flaky:
 
     def __init__(self) -> None:
         self.permanent, self.transient = plan()
-        self.attempts: Dict[Tuple[str, str], int] = collections.Counter()
+        self.attempts: dict[tuple[str, str], int] = collections.Counter()
         self.lock = threading.Lock()
 
     def __call__(self, recorded: Recorded) -> Reply:
@@ -95,15 +95,15 @@ class PolicyRun:
     workdir: Path
     run_dir: Path
     flaky: Flaky
-    requests: List[Recorded] = field(default_factory=list)
-    states: List[Dict[str, Any]] = field(default_factory=list)
-    per_instance: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    requests: list[Recorded] = field(default_factory=list)
+    states: list[dict[str, Any]] = field(default_factory=list)
+    per_instance: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, PolicyRun]:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PolicyRun]:
     root = tmp_path_factory.mktemp("failures")
-    out: Dict[str, PolicyRun] = {}
+    out: dict[str, PolicyRun] = {}
     fakes = {policy: FakeModelServer(Flaky()) for policy in POLICIES}
     processes = {}
     try:
@@ -141,7 +141,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, PolicyRun]:
     return out
 
 
-def report(run: PolicyRun) -> Tuple[str, str]:
+def report(run: PolicyRun) -> tuple[str, str]:
     """``roboreward report`` on the run's suite: (stdout, report.md)."""
     out = run.workdir / "report"
     process = subprocess.run([sys.executable, "-m", "helm_roboreward.cli", "report", "--suite", run.policy,
@@ -152,7 +152,7 @@ def report(run: PolicyRun) -> Tuple[str, str]:
     return process.stdout, (out / "report.md").read_text(encoding="utf-8")
 
 
-def split_rows(run: PolicyRun) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], List[Dict[str, Any]]]:
+def split_rows(run: PolicyRun) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(permanently failed, transiently failed, other) request states."""
     permanent = [s for s in run.states if task_of(prompt_of(s)) == run.flaky.permanent]
     transient = [s for s in run.states if task_of(prompt_of(s)) in run.flaky.transient]
@@ -161,13 +161,13 @@ def split_rows(run: PolicyRun) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any
     return permanent, transient, others
 
 
-def macro(errors: Dict[str, List[float]]) -> float:
+def macro(errors: dict[str, list[float]]) -> float:
     means = [sum(values) / len(values) for values in errors.values()]
     return sum(means) / len(means)
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
-def test_transient_failures_are_retried_and_succeed(runs: Dict[str, PolicyRun], policy: str) -> None:
+def test_transient_failures_are_retried_and_succeed(runs: dict[str, PolicyRun], policy: str) -> None:
     run = runs[policy]
     permanent, transient, others = split_rows(run)
     for state in transient + others:
@@ -182,7 +182,7 @@ def test_transient_failures_are_retried_and_succeed(runs: Dict[str, PolicyRun], 
     assert len(run.requests) == len(run.states) + len(transient)
 
 
-def _key(state: Dict[str, Any], run: PolicyRun) -> Tuple[str, str]:
+def _key(state: dict[str, Any], run: PolicyRun) -> tuple[str, str]:
     """The fake's attempt key of an instance, from the media files the request pointed to."""
     media = state["request"]["multimodal_prompt"]["media_objects"][1:]
     data = b"".join((run.workdir / m["location"]).read_bytes() for m in media)
@@ -190,10 +190,10 @@ def _key(state: Dict[str, Any], run: PolicyRun) -> Tuple[str, str]:
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
-def test_permanent_failures_in_stats(runs: Dict[str, PolicyRun], policy: str) -> None:
+def test_permanent_failures_in_stats(runs: dict[str, PolicyRun], policy: str) -> None:
     run = runs[policy]
     permanent, _, _ = split_rows(run)
-    errors: Dict[str, List[float]] = collections.defaultdict(list)
+    errors: dict[str, list[float]] = collections.defaultdict(list)
     for state in run.states:
         stats = run.per_instance[state["instance"]["id"]]
         subset = state["instance"]["extra_data"]["subset"]
@@ -220,7 +220,7 @@ def test_permanent_failures_in_stats(runs: Dict[str, PolicyRun], policy: str) ->
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
-def test_report_failure_modes_and_macro_mae(runs: Dict[str, PolicyRun], policy: str) -> None:
+def test_report_failure_modes_and_macro_mae(runs: dict[str, PolicyRun], policy: str) -> None:
     run = runs[policy]
     permanent, _, _ = split_rows(run)
     stdout, text = report(run)

@@ -1,18 +1,16 @@
-"""``helm_roboreward.dataset`` and ``helm_roboreward.data_source`` on tiny data folders in the real layout."""
+"""``helm_roboreward.data.rows`` and ``helm_roboreward.data.sources`` on tiny data folders in the real layout."""
 
 import json
 import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import av
 import pytest
 
-from helm_roboreward.benchmark import SAMPLE_SUBSET_IDS
-from helm_roboreward.data_source import DataSource, resolve_data_source, sample_root
-from helm_roboreward.dataset import (
+from helm_roboreward.core.benchmark import SAMPLE_SUBSET_IDS
+from helm_roboreward.data.rows import (
     CLIP,
     COUNTERFACTUAL,
     NATURAL,
@@ -26,14 +24,15 @@ from helm_roboreward.dataset import (
     read_metadata,
     select_rows,
 )
-from helm_roboreward.extraction import file_digest, probe_video
-from helm_roboreward.frames import select_frame_indices
-from helm_roboreward.scenario import instance_id
+from helm_roboreward.data.sources import DataSource, resolve_data_source, sample_root
+from helm_roboreward.helm_layer.scenario import instance_id
+from helm_roboreward.media.decoding import file_digest, probe_video
+from helm_roboreward.media.selection import select_frame_indices
 from tests.sample_facts import distinct_videos, documented_counts, kind_of, rows_of, sample_rows, sample_subsets
 
 UUID = "05748fab-fd34-5995-8e0d-14a2941b3ca5"
 
-GOOD_ROWS: List[Dict[str, object]] = [
+GOOD_ROWS: list[dict[str, object]] = [
     {"file_name": f"robo_arena/{UUID}_2_left.mp4", "task": "pick up the cup", "reward": 2, "gpt5_mini_check": "ok"},
     {"file_name": f"robo_arena/{UUID}_2_right.mp4", "task": "pick up the cup", "reward": 2, "gpt5_mini_check": "ok"},
     {"file_name": "bridge/ep7.mp4", "task": "put the spoon in the pot", "reward": 5, "gpt5_mini_check": "ok"},
@@ -43,7 +42,7 @@ GOOD_ROWS: List[Dict[str, object]] = [
 ]
 
 
-def write_metadata(root: Path, lines: List[object], raw: Optional[bytes] = None) -> Path:
+def write_metadata(root: Path, lines: list[object], raw: bytes | None = None) -> Path:
     """Write ``<root>/test/metadata.jsonl`` from objects (dumped as JSON) or strings (written as-is)."""
     path = root / "test" / "metadata.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +54,7 @@ def write_metadata(root: Path, lines: List[object], raw: Optional[bytes] = None)
     return path
 
 
-def make_data(root: Path, rows: List[Dict[str, object]] = GOOD_ROWS, videos: bool = True) -> Path:
+def make_data(root: Path, rows: list[dict[str, object]] = GOOD_ROWS, videos: bool = True) -> Path:
     """A data folder in the dataset layout; video files hold placeholder bytes (never decoded here)."""
     write_metadata(root, list(rows))
     if videos:
@@ -237,7 +236,7 @@ def test_duplicate_file_name_names_both_lines(tmp_path: Path) -> None:
 
 
 def test_several_bad_rows_are_reported_together(tmp_path: Path) -> None:
-    lines: List[object] = [
+    lines: list[object] = [
         GOOD_ROWS[2],
         {"file_name": "bridge/b.mp4", "task": "x", "reward": "3"},
         "{broken",
@@ -255,7 +254,7 @@ def test_several_bad_rows_are_reported_together(tmp_path: Path) -> None:
 
 
 def test_many_bad_rows_are_summarised(tmp_path: Path) -> None:
-    lines: List[object] = [{"file_name": f"bridge/{i}.mp4", "task": "x", "reward": 9} for i in range(50)]
+    lines: list[object] = [{"file_name": f"bridge/{i}.mp4", "task": "x", "reward": 9} for i in range(50)]
     with pytest.raises(DataError) as raised:
         read_metadata(str(write_metadata(tmp_path, lines)))
     message = str(raised.value)
@@ -492,7 +491,7 @@ def test_sample_subset_selection() -> None:
 
 
 def test_whole_sample_decodes(sample_rollouts: list) -> None:
-    distinct: Dict[str, str] = {}
+    distinct: dict[str, str] = {}
     for rollout in sample_rollouts:
         distinct.setdefault(file_digest(rollout.video_path), rollout.video_path)
     # the relabels are byte-identical copies of their originals; every other row is a video of its own

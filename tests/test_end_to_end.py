@@ -12,7 +12,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 
@@ -32,7 +32,7 @@ TIMEOUT = 300
 
 
 
-def environment() -> Dict[str, str]:
+def environment() -> dict[str, str]:
     env = dict(os.environ)
     env.update({"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONWARNINGS": "ignore"})
     return env
@@ -46,7 +46,7 @@ def private_local_path(folder: Path) -> Path:
     return folder
 
 
-def helm_run_command(local_path: Path) -> List[str]:
+def helm_run_command(local_path: Path) -> list[str]:
     return [cli("helm-run"), "--conf-paths", str(CONF), "--suite", "test", "-m", "100",
             "--local-path", str(local_path), "-o", "benchmark_output"]
 
@@ -105,12 +105,12 @@ def read_json(path: Path) -> Any:
         return json.load(handle)
 
 
-def sample_rows() -> List[Dict[str, Any]]:
+def sample_rows() -> list[dict[str, Any]]:
     with open(METADATA, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def rows_of(subset: str) -> List[Dict[str, Any]]:
+def rows_of(subset: str) -> list[dict[str, Any]]:
     return [row for row in sample_rows() if row["file_name"].split("/")[0] == subset]
 
 
@@ -130,7 +130,7 @@ def constant_mae(subset: str) -> float:
     return sum(abs(3 - row["reward"]) for row in rows) / len(rows)
 
 
-def answers(run_dir: Path) -> Dict[str, str]:
+def answers(run_dir: Path) -> dict[str, str]:
     """Instance id -> the completion text, from scenario_state.json."""
     states = read_json(run_dir / "scenario_state.json")["request_states"]
     return {state["instance"]["id"]: state["result"]["completions"][0]["text"] for state in states}

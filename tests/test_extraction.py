@@ -1,4 +1,4 @@
-"""``helm_roboreward.extraction`` on videos built inside the tests with PyAV."""
+"""``helm_roboreward.media.decoding`` on videos built inside the tests with PyAV."""
 
 import contextlib
 import functools
@@ -7,16 +7,16 @@ import os
 import random
 import shutil
 import signal
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
 
 import av
 import numpy as np
 import pytest
 from PIL import Image
 
-import helm_roboreward.extraction as extraction
-from helm_roboreward.extraction import (
+import helm_roboreward.media.decoding as extraction
+from helm_roboreward.media.decoding import (
     MANIFEST_FILE,
     FrameSet,
     VideoError,
@@ -28,8 +28,8 @@ from helm_roboreward.extraction import (
     frames_key,
     probe_video,
 )
-from helm_roboreward.frames import FrameOptions, select_frame_indices
-from helm_roboreward.media_store import STAMP_FILE
+from helm_roboreward.media.selection import FrameOptions, select_frame_indices
+from helm_roboreward.media.store import STAMP_FILE
 
 try:
     import videos
@@ -50,12 +50,12 @@ def clip73(video_dir: Path) -> Path:
     return videos.make_video(video_dir / "clip73.mp4", 73, fps=10, gop=30)
 
 
-def stored_numbers(frame_set: FrameSet) -> List[int]:
+def stored_numbers(frame_set: FrameSet) -> list[int]:
     """The source frame number drawn in each stored JPEG."""
     return [videos.frame_number_of(np.asarray(Image.open(path))) for path in frame_set.frame_files]
 
 
-def leftovers(root: Path) -> List[str]:
+def leftovers(root: Path) -> list[str]:
     """Temporary files anywhere under ``root``."""
     return [str(p) for p in root.rglob("*") if p.name.endswith(".part") or p.name.startswith(".tmp")]
 
@@ -175,9 +175,9 @@ def _reference(path: Path) -> Sequence[np.ndarray]:
     return tuple(videos.decode_all(path))
 
 
-def _decoded(path: Path, indices: Sequence[int]) -> Dict[int, np.ndarray]:
+def _decoded(path: Path, indices: Sequence[int]) -> dict[int, np.ndarray]:
     probe = probe_video(str(path))
-    result: Dict[int, np.ndarray] = {}
+    result: dict[int, np.ndarray] = {}
     for index, frame in decode_frames(str(path), indices, probe):
         assert index not in result, "each index once"
         result[index] = frame.to_ndarray(format="rgb24")
@@ -190,7 +190,7 @@ def long_video(request: pytest.FixtureRequest, video_dir: Path) -> Path:
     return videos.make_video(video_dir / f"long-gop{gop}-bf{bframes}.mp4", 300, fps=30, gop=gop, bframes=bframes)
 
 
-def _index_sets() -> List[List[int]]:
+def _index_sets() -> list[list[int]]:
     rng = random.Random(1234)
     return [
         list(range(0, 300, 30)),  # official at 30 fps
@@ -208,7 +208,7 @@ def _index_sets() -> List[List[int]]:
 
 
 @pytest.mark.parametrize("indices", _index_sets(), ids=lambda s: f"{len(s)}idx")
-def test_decode_frames_pixel_identical_to_sequential(long_video: Path, indices: List[int]) -> None:
+def test_decode_frames_pixel_identical_to_sequential(long_video: Path, indices: list[int]) -> None:
     reference = _reference(long_video)
     assert len(reference) == 300
     decoded = _decoded(long_video, indices)
@@ -281,7 +281,7 @@ class MisplacedSeeks:
     def __init__(self, container: "av.container.InputContainer", keyframe_stamps: Sequence[int], shift: int) -> None:
         self.container, self.keyframe_stamps, self.shift = container, list(keyframe_stamps), shift
         self.streams = container.streams
-        self.seeks: List[int] = []
+        self.seeks: list[int] = []
 
     def demux(self, *args: object, **kwargs: object) -> Iterator[av.Packet]:
         return self.container.demux(*args, **kwargs)
@@ -296,7 +296,7 @@ class MisplacedSeeks:
 
 @pytest.mark.parametrize("bframes", [0, None], ids=["no-b-frames", "b-frames"])
 @pytest.mark.parametrize("shift", [-1, 1], ids=["lands-earlier", "lands-later"])
-def test_a_misplaced_seek_still_yields_the_exact_frames(video_dir: Path, shift: int, bframes: Optional[int]) -> None:
+def test_a_misplaced_seek_still_yields_the_exact_frames(video_dir: Path, shift: int, bframes: int | None) -> None:
     path = videos.make_video(video_dir / f"seeks-bf{bframes}.mp4", 120, fps=10, gop=20, bframes=bframes)
     probe = probe_video(str(path))
     reference = _reference(path)
@@ -314,7 +314,7 @@ def test_a_misplaced_seek_still_yields_the_exact_frames(video_dir: Path, shift: 
 # --------------------------------------------------------------------------- header reports one frame too many
 
 
-def _one_too_many_cases() -> List:
+def _one_too_many_cases() -> list:
     cases = []
     for tail in ("eos", "garbage"):
         for decodable in (30, 31):

@@ -5,7 +5,11 @@ from helm.common.cache import BlackHoleCacheConfig, MongoCacheConfig, SqliteCach
 from helm.common.media_object import MediaObject, MultimediaObject
 from helm.common.request import Request
 
-from helm_roboreward.clients.gemini_client import OneMessageGoogleGenAIClient, merge_turns, separate_cache_config
+from helm_roboreward.helm_layer.clients.gemini_client import (
+    OneMessageGoogleGenAIClient,
+    merge_turns,
+    separate_cache_config,
+)
 
 try:
     import videos

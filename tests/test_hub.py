@@ -1,4 +1,4 @@
-"""Offline tests of ``helm_roboreward.hub`` against the loopback fake hub in ``fake_hf_hub``."""
+"""Offline tests of ``helm_roboreward.data.hub`` against the loopback fake hub in ``fake_hf_hub``."""
 
 import json
 import os
@@ -8,16 +8,16 @@ import sys
 import textwrap
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Dict, Iterator, List
 
 import huggingface_hub
 import pytest
 from huggingface_hub import constants, hf_hub_download
 from huggingface_hub.utils import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
-from helm_roboreward.benchmark import DATASET_ID
-from helm_roboreward.hub import DownloadedSplit, HubDownloadError, download_test_split
+from helm_roboreward.core.benchmark import DATASET_ID
+from helm_roboreward.data.hub import DownloadedSplit, HubDownloadError, download_test_split
 
 try:
     from fake_hf_hub import FakeHfHub, FakeRepo, make_commit_sha
@@ -30,7 +30,7 @@ ENV_TOKEN = "hf_envTokenForTests0123456789"
 MAIN_TEST_SUBSETS = ("bridge", "droid", "jaco_play")
 
 
-def _make_split(root: Path, split: str, subsets: List[str], videos: int = 2) -> List[str]:
+def _make_split(root: Path, split: str, subsets: list[str], videos: int = 2) -> list[str]:
     """Write ``<split>/metadata.jsonl`` and fake mp4 files; return their repo paths."""
     rows = []
     paths = [f"{split}/metadata.jsonl"]
@@ -58,7 +58,7 @@ def _isolated_hf_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def repo_files(tmp_path: Path) -> Dict[str, List[str]]:
+def repo_files(tmp_path: Path) -> dict[str, list[str]]:
     """Two commits of a RoboReward-shaped dataset; returns the repo paths of each split of main."""
     main, old = tmp_path / "repo-main", tmp_path / "repo-v0"
     files = {
@@ -72,7 +72,7 @@ def repo_files(tmp_path: Path) -> Dict[str, List[str]]:
 
 
 @pytest.fixture
-def hub(repo_files: Dict[str, List[str]], tmp_path: Path) -> Iterator[FakeHfHub]:
+def hub(repo_files: dict[str, list[str]], tmp_path: Path) -> Iterator[FakeHfHub]:
     """The fake hub serving the dataset (paginated tree listings, 3 entries per page)."""
     repo = FakeRepo(
         DATASET_ID,
@@ -96,7 +96,7 @@ def _closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def _local_files(split: DownloadedSplit) -> List[str]:
+def _local_files(split: DownloadedSplit) -> list[str]:
     root = Path(split.root)
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
@@ -115,7 +115,7 @@ def test_downloads_only_requested_subsets_and_metadata(hub: FakeHfHub, cache_dir
 
 
 def test_all_subsets_download_the_whole_test_split_and_nothing_else(
-    hub: FakeHfHub, cache_dir: str, repo_files: Dict[str, List[str]]
+    hub: FakeHfHub, cache_dir: str, repo_files: dict[str, list[str]]
 ) -> None:
     split = download_test_split(None, cache_dir=cache_dir, endpoint=hub.url)
 
@@ -163,7 +163,7 @@ def test_adding_a_subset_downloads_only_that_subset(hub: FakeHfHub, cache_dir: s
 _OFFLINE_SCRIPT = textwrap.dedent(
     """
     import json, sys
-    from helm_roboreward.hub import HubDownloadError, download_test_split
+    from helm_roboreward.data.hub import HubDownloadError, download_test_split
 
     cache_dir, endpoint = sys.argv[1], sys.argv[2]
     split = download_test_split(["bridge"], cache_dir=cache_dir, endpoint=endpoint)
@@ -301,7 +301,7 @@ def test_gated_repository_says_how_to_get_access(tmp_path: Path, cache_dir: str)
 
 
 @pytest.mark.parametrize("subsets", [[], [""], ["../train"], ["test/bridge"], ["*"], ["bri?ge"]])
-def test_invalid_subset_names_are_rejected_before_any_request(hub: FakeHfHub, subsets: List[str]) -> None:
+def test_invalid_subset_names_are_rejected_before_any_request(hub: FakeHfHub, subsets: list[str]) -> None:
     with pytest.raises(ValueError):
         download_test_split(subsets, cache_dir="unused", endpoint=hub.url)
     assert hub.requests == []

@@ -28,14 +28,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Counter, Dict, List, Tuple
+from typing import Any
 
 import pytest
 
-from helm_roboreward.frame_cache import read_manifest
-from helm_roboreward.media_store import MANIFEST_FILE
+from helm_roboreward.media.frame_cache import read_manifest
+from helm_roboreward.media.store import MANIFEST_FILE
 from tests.fake_openai_server import FakeModelServer, Recorded, Reply, media_parts
 from tests.helm_harness import (
     SAMPLE,
@@ -70,13 +72,13 @@ def scripted(recorded: Recorded) -> Reply:
     return Reply(text=f"Thinking it over.\nANSWER: {int(digest, 16) % 5 + 1}")
 
 
-def request_key(recorded: Recorded) -> Tuple[str, Tuple[str, ...]]:
+def request_key(recorded: Recorded) -> tuple[str, tuple[str, ...]]:
     """What identifies an instance's request: its prompt and its media bytes."""
     parts = media_parts(recorded)
     return parts[0].text or "", tuple(sha256(p.data or b"") for p in parts[1:])
 
 
-def comparable_stats(run_dir: Path) -> Dict[str, Tuple[int, float]]:
+def comparable_stats(run_dir: Path) -> dict[str, tuple[int, float]]:
     """stats.json without timing stats: name -> (count, sum)."""
     out = {}
     for stat in read_json(run_dir / "stats.json"):
@@ -87,13 +89,13 @@ def comparable_stats(run_dir: Path) -> Dict[str, Tuple[int, float]]:
     return out
 
 
-def file_states(folder: Path) -> Dict[str, Tuple[int, int]]:
+def file_states(folder: Path) -> dict[str, tuple[int, int]]:
     """Every file under ``folder``: relative path -> (size, mtime_ns)."""
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
             for p in folder.rglob("*") if p.is_file()}
 
 
-def contents(folder: Path) -> Dict[str, str]:
+def contents(folder: Path) -> dict[str, str]:
     """Every file under ``folder``: relative path -> sha256 of its bytes.
 
     Verification stamps are left out: they record inode numbers and change times, which are this machine's
@@ -103,12 +105,12 @@ def contents(folder: Path) -> Dict[str, str]:
             for p in folder.rglob("*") if p.is_file() and not p.name.endswith("verified.json")}
 
 
-def temporary_files(folder: Path) -> List[str]:
+def temporary_files(folder: Path) -> list[str]:
     return sorted(str(p) for p in folder.rglob("*")
                   if p.name.endswith(".part") or p.name.startswith((".tmp-", ".write-check-")))
 
 
-def manifests(media: Path) -> Dict[Path, Dict[str, Any]]:
+def manifests(media: Path) -> dict[Path, dict[str, Any]]:
     """Frame folders with a manifest -> the manifest, asserting each is complete (files with their sizes)."""
     found = {}
     for path in media.rglob(MANIFEST_FILE):
@@ -120,7 +122,7 @@ def manifests(media: Path) -> Dict[Path, Dict[str, Any]]:
     return found
 
 
-def complete_frame_dirs(media: Path) -> List[Path]:
+def complete_frame_dirs(media: Path) -> list[Path]:
     return sorted(path.parent for path in media.rglob(MANIFEST_FILE) if read_manifest(str(path.parent)) is not None)
 
 
@@ -135,14 +137,14 @@ def wait_until(condition: Callable[[], bool], process: "subprocess.Popen[Any]", 
         time.sleep(0.01)
 
 
-def kill_outside_writes(process: "subprocess.Popen[Any]", folder: Path) -> List[str]:
+def kill_outside_writes(process: "subprocess.Popen[Any]", folder: Path) -> list[str]:
     """SIGKILL a process group at a moment when it has no temporary file open under ``folder``.
 
     Stops it (SIGSTOP) and looks for temporary files; while one exists the process is resumed briefly. Returns
     the temporary files present at the kill (empty unless no clean moment was found in 200 tries).
     """
     group = os.getpgid(process.pid)
-    leftovers: List[str] = []
+    leftovers: list[str] = []
     for _ in range(200):
         os.killpg(group, signal.SIGSTOP)
         leftovers = temporary_files(folder)
@@ -155,7 +157,7 @@ def kill_outside_writes(process: "subprocess.Popen[Any]", folder: Path) -> List[
     return leftovers
 
 
-def start(command: List[str], cwd: Path, env: Dict[str, str], log: Path) -> "subprocess.Popen[str]":
+def start(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> "subprocess.Popen[str]":
     with open(log, "w") as out:
         return subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
@@ -173,7 +175,7 @@ def finish(process: "subprocess.Popen[str]", log: Path, what: str) -> str:
     return output
 
 
-def media_cache_line(output: str) -> Tuple[int, int]:
+def media_cache_line(output: str) -> tuple[int, int]:
     """(videos, from cache) of the scenario's log line."""
     match = re.search(r"media in \S+: (\d+) videos, (\d+) from cache", output)
     assert match, "the scenario's media line is missing from helm-run's output"
@@ -185,8 +187,8 @@ def media_cache_line(output: str) -> Tuple[int, int]:
 
 @dataclass
 class Reference:
-    stats: Dict[str, Tuple[int, float]]
-    keys: Counter[Tuple[str, Tuple[str, ...]]]
+    stats: dict[str, tuple[int, float]]
+    keys: Counter[tuple[str, tuple[str, ...]]]
 
 
 @pytest.fixture(scope="module")
@@ -274,12 +276,12 @@ def test_two_helm_runs_of_the_same_entry_share_output_and_cache(tmp_path: Path, 
 # --------------------------------------------------------------------------------------------- roboreward prepare
 
 
-def prepare_command(out: Path, *extra: str) -> List[str]:
+def prepare_command(out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "helm_roboreward.cli", "prepare", "--data", "sample", "--output-path", str(out),
             "--quiet", *extra]
 
 
-def environment() -> Dict[str, str]:
+def environment() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
 
 
@@ -289,7 +291,7 @@ def distinct_videos() -> int:
 
 @dataclass
 class PreparedReference:
-    contents: Dict[str, str]
+    contents: dict[str, str]
     frames: int
 
 

@@ -29,14 +29,15 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Sequence, Tuple
+from typing import Any
 
 import av
 import pytest
 
-from helm_roboreward.run_specs import data_label
+from helm_roboreward.helm_layer.run_specs import data_label
 from tests.fake_openai_server import CHAT, FakeModelServer, Recorded, Reply, media_parts, without_media_payloads
 from tests.helm_harness import (
     SAMPLE,
@@ -99,13 +100,13 @@ def tagged_sample(root: Path) -> Path:
 
 @dataclass(frozen=True)
 class Forbidden:
-    tokens: Tuple[str, ...]
+    tokens: tuple[str, ...]
     """Literal strings: file names, base names, stems, label checks, the field name."""
-    patterns: Tuple["re.Pattern[str]", ...]
+    patterns: tuple["re.Pattern[str]", ...]
     """Gold-label patterns and subset folders as path components."""
-    subsets: Tuple[str, ...]
+    subsets: tuple[str, ...]
 
-    def hits(self, text: str, where: str, subsets_anywhere: bool = False) -> List[str]:
+    def hits(self, text: str, where: str, subsets_anywhere: bool = False) -> list[str]:
         found = [f"{where}: {token!r}" for token in self.tokens if token in text]
         found += [f"{where}: /{pattern.pattern}/" for pattern in self.patterns if pattern.search(text)]
         if subsets_anywhere:
@@ -153,10 +154,10 @@ def scripted(recorded: Recorded) -> Reply:
 class LeakRun:
     workdir: Path
     runs: Path
-    requests: List[Recorded]
+    requests: list[Recorded]
     data: Path
 
-    def states(self, model: Model) -> List[Dict[str, Any]]:
+    def states(self, model: Model) -> list[dict[str, Any]]:
         return request_states(self.runs / run_name(model, self.data))
 
 
@@ -176,7 +177,7 @@ def leak_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LeakRun]:
 # --------------------------------------------------------------------------------------------- scanning helpers
 
 
-def json_strings(value: Any, path: str = "$") -> Iterator[Tuple[str, str]]:
+def json_strings(value: Any, path: str = "$") -> Iterator[tuple[str, str]]:
     """Every key and string in a decoded JSON value, with where it is."""
     if isinstance(value, dict):
         for key, item in value.items():
@@ -192,7 +193,7 @@ def json_strings(value: Any, path: str = "$") -> Iterator[Tuple[str, str]]:
             yield path, value
 
 
-def mp4_metadata(data: bytes) -> List[str]:
+def mp4_metadata(data: bytes) -> list[str]:
     """Container, stream and format metadata values of an mp4 (title, comment, handler names ...)."""
     with av.open(io.BytesIO(data)) as container:
         values = [f"{k}={v}" for k, v in container.metadata.items()]
@@ -221,7 +222,7 @@ def test_request_payloads_carry_no_label_name_subset_or_check(leak_run: LeakRun)
     forbidden = forbidden_strings()
     raw_tokens = [t for t in forbidden.tokens if set(t) - BASE64_ALPHABET]
     binary_tokens = [t.encode("utf-8") for t in forbidden.tokens if len(t.encode("utf-8")) >= MIN_BINARY_TOKEN]
-    hits: List[str] = []
+    hits: list[str] = []
     media_checked = 0
     for recorded in leak_run.requests:
         where = f"request {recorded.index}"
@@ -253,7 +254,7 @@ def test_request_payloads_carry_no_label_name_subset_or_check(leak_run: LeakRun)
 @pytest.mark.parametrize("model", MODELS, ids=[m.key for m in MODELS])
 def test_scenario_state_requests_carry_no_label_name_subset_or_check(leak_run: LeakRun, model: Model) -> None:
     forbidden = forbidden_strings()
-    hits: List[str] = []
+    hits: list[str] = []
     media_seen = 0
     for state in leak_run.states(model):
         request = state["request"]

@@ -13,16 +13,16 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 import yaml
 from helm.benchmark.presentation.schema import read_schema, validate_schema
 
 from helm_roboreward import cli
-from helm_roboreward.benchmark import OFFICIAL_SUBSET_IDS
-from helm_roboreward.report.coverage import check_leaderboard_coverage
-from helm_roboreward.report.loading import ModelRows, SuiteRows
+from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS
+from helm_roboreward.presentation.report.coverage import check_leaderboard_coverage
+from helm_roboreward.presentation.report.loading import ModelRows, SuiteRows
 from tests.helm_harness import PROD_ENV, REPO, SAMPLE, TIMEOUT, check_completed, read_json, sample_rows
 from tests.helm_harness import cli as console_script
 from tests.test_end_to_end import environment, private_local_path
@@ -44,7 +44,7 @@ def build_local_copy(root: Path) -> Path:
     return root
 
 
-def rows_of(subset: str) -> List[Dict[str, Any]]:
+def rows_of(subset: str) -> list[dict[str, Any]]:
     original = {new: old for old, new in RENAMED.items()}[subset]
     return [row for row in sample_rows() if row["file_name"].startswith(original + "/")]
 
@@ -98,7 +98,7 @@ def suite_dir(workdir: Path) -> Path:
     return workdir / "benchmark_output" / "runs" / "local"
 
 
-def runs(workdir: Path) -> Dict[str, str]:
+def runs(workdir: Path) -> dict[str, str]:
     return {path.name.split(",", 1)[0].split("=", 1)[1]: path.name for path in suite_dir(workdir).iterdir()
             if path.name.startswith("roboreward:")}
 

@@ -7,11 +7,11 @@ one row, with the line numbers of later rows unchanged.
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 
-from helm_roboreward.dataset import DataError, MetadataRow, locate_video, read_metadata
+from helm_roboreward.data.rows import DataError, MetadataRow, locate_video, read_metadata
 
 LINE_BREAKERS = "\u2028\u2029\u0085\x1c\x1d\x1e\x0b\x0c"
 """Every character ``str.splitlines`` breaks at, besides \\n and \\r."""
@@ -19,11 +19,11 @@ LINE_BREAKERS = "\u2028\u2029\u0085\x1c\x1d\x1e\x0b\x0c"
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 
 
-def row(name: str, task: str = "put the cup on the plate", reward: int = 3) -> Dict[str, Any]:
+def row(name: str, task: str = "put the cup on the plate", reward: int = 3) -> dict[str, Any]:
     return {"file_name": f"sim/{name}.mp4", "task": task, "reward": reward}
 
 
-def write_rows(path: Path, rows: List[Dict[str, Any]], newline: str = "\n") -> Path:
+def write_rows(path: Path, rows: list[dict[str, Any]], newline: str = "\n") -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + newline for r in rows), encoding="utf-8",
                     newline="")
     return path

@@ -5,7 +5,7 @@ calling the package's scoring code.
 """
 
 import itertools
-from typing import Dict, List, Optional, Sequence
+from collections.abc import Sequence
 
 import pytest
 from helm.benchmark.adaptation.adapter_spec import ADAPT_GENERATION_MULTIMODAL, AdapterSpec
@@ -17,7 +17,7 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import CORRECT_TAG, TEST_SPLIT, Input, Instance, Output, Reference
 from helm.common.request import ErrorFlags, GeneratedOutput, Request, RequestResult, Thinking
 
-from helm_roboreward.metrics import RoboRewardMetric
+from helm_roboreward.helm_layer.metrics import RoboRewardMetric
 
 _ids = itertools.count()
 
@@ -31,7 +31,7 @@ def make_instance(
     kind: str = "clip",
     num_frames: int = 7,
     media_bytes: int = 12345,
-    rows_in_run: Optional[int] = None,
+    rows_in_run: int | None = None,
 ) -> Instance:
     """An instance shaped like the scenario's: one correct reference holding the gold score."""
     return Instance(
@@ -50,7 +50,7 @@ def make_instance(
     )
 
 
-def answered(text: str, thinking: Optional[str] = None) -> RequestResult:
+def answered(text: str, thinking: str | None = None) -> RequestResult:
     output = GeneratedOutput(
         text=text, logprob=0.0, tokens=[], thinking=Thinking(text=thinking) if thinking is not None else None
     )
@@ -80,7 +80,7 @@ def failed_without_completions() -> RequestResult:
     )
 
 
-def make_request_state(instance: Instance, result: Optional[RequestResult]) -> RequestState:
+def make_request_state(instance: Instance, result: RequestResult | None) -> RequestState:
     return RequestState(
         instance=instance,
         reference_index=None,
@@ -105,9 +105,9 @@ def adapter_spec() -> AdapterSpec:
     )
 
 
-def stats_by_name(stats: Sequence[Stat]) -> Dict[str, float]:
+def stats_by_name(stats: Sequence[Stat]) -> dict[str, float]:
     """Per-instance stats as name -> value (each must occur once, with one observation)."""
-    values: Dict[str, float] = {}
+    values: dict[str, float] = {}
     for stat in stats:
         assert stat.name.name not in values, f"duplicate stat {stat.name.name}"
         assert stat.count == 1, stat
@@ -115,14 +115,14 @@ def stats_by_name(stats: Sequence[Stat]) -> Dict[str, float]:
     return values
 
 
-def generation_stats(instance: Instance, result: Optional[RequestResult],
-                     failed: str = "max_error") -> Dict[str, float]:
+def generation_stats(instance: Instance, result: RequestResult | None,
+                     failed: str = "max_error") -> dict[str, float]:
     metric = RoboRewardMetric(failed=failed)
     stats = metric.evaluate_generation(adapter_spec(), make_request_state(instance, result), None, "")  # type: ignore[arg-type]
     return stats_by_name(stats)
 
 
-def run_metric(request_states: List[RequestState], failed: str = "max_error") -> MetricResult:
+def run_metric(request_states: list[RequestState], failed: str = "max_error") -> MetricResult:
     state = ScenarioState(adapter_spec=adapter_spec(), request_states=request_states)
     return RoboRewardMetric(failed=failed).evaluate(state, None, "", parallelism=1)  # type: ignore[arg-type]
 
@@ -450,15 +450,15 @@ ROBOREWARD_8B = [
 ]
 
 
-def macro_mean(per_instance_errors: Dict[str, List[float]]) -> float:
+def macro_mean(per_instance_errors: dict[str, list[float]]) -> float:
     """Reference: mean over subsets of the mean error inside each subset."""
     subset_means = [sum(errors) / len(errors) for errors in per_instance_errors.values() if errors]
     return sum(subset_means) / len(subset_means)
 
 
-def derive_macro(per_instance_errors: Dict[str, List[float]]) -> Dict[str, float]:
+def derive_macro(per_instance_errors: dict[str, list[float]]) -> dict[str, float]:
     """Feed synthetic per-instance abs_error stats through the metric's derive step."""
-    per_instance: Dict[Instance, List[Stat]] = {}
+    per_instance: dict[Instance, list[Stat]] = {}
     for subset, errors in per_instance_errors.items():
         for error in errors:
             instance = make_instance(3, subset=subset)
@@ -490,7 +490,7 @@ def test_macro_mean_weighs_every_subset_equally() -> None:
 
 
 def test_derive_ignores_instances_without_an_error() -> None:
-    per_instance: Dict[Instance, List[Stat]] = {
+    per_instance: dict[Instance, list[Stat]] = {
         make_instance(3, subset="A"): [Stat(MetricName("abs_error")).add(1.0)],
         make_instance(3, subset="B"): [Stat(MetricName("failed_request")).add(1.0)],
     }

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 
@@ -50,13 +49,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @dataclass
 class Damaged:
     workdir: Path
-    missing: List[str]
+    missing: list[str]
     """Recorded locations (relative to workdir) of the deleted files."""
-    affected: List[str]
+    affected: list[str]
     """Runs whose media include a deleted file."""
 
 
-def media_of(run_dir: Path) -> List[str]:
+def media_of(run_dir: Path) -> list[str]:
     states = read_json(run_dir / "scenario_state.json")["request_states"]
     return [m["location"] for s in states for m in s["request"]["multimodal_prompt"]["media_objects"][1:]]
 
@@ -84,7 +83,7 @@ def summarize(workdir: Path, *extra: str) -> "subprocess.CompletedProcess[str]":
         cwd=workdir, env=environment(), capture_output=True, text=True, timeout=TIMEOUT)
 
 
-def leaderboard_values(suite_dir: Path) -> Dict[str, float]:
+def leaderboard_values(suite_dir: Path) -> dict[str, float]:
     """``subset -> MAE`` of the constant baseline in the sample leaderboard's MAE table."""
     tables = read_json(suite_dir / "groups" / "roboreward_sample.json")
     table = next(t for t in tables if t["name"] == "accuracy")

@@ -38,16 +38,17 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any
 
 import av
 import numpy as np
 import pytest
 from PIL import Image
 
-from helm_roboreward.frames import select_frame_indices
+from helm_roboreward.media.selection import select_frame_indices
 from tests.fake_openai_server import (
     CHAT,
     GEMINI,
@@ -93,7 +94,7 @@ DECOY_REASONING = "Weighing the final frame. A careless reader would answer ANSW
 class Family:
     key: str
     model: str
-    deployment: Optional[str]
+    deployment: str | None
     api: str
     served: str
     """The model name the API request carries."""
@@ -101,7 +102,7 @@ class Family:
     max_tokens: int
     options: str = ""
     """Run-entry departures (``layout=one_message``, ``decoding=greedy``): in the entry and in the run name."""
-    temperature: Optional[float] = 0.0
+    temperature: float | None = 0.0
     """The temperature the API request carries; None: not sent (the checkpoint's generation config applies)."""
 
     @property
@@ -147,7 +148,7 @@ REENCODING_FAMILIES = [f for f in FRAME_FAMILIES if f.api != CHAT]
 # --------------------------------------------------------------------------------------------- the fake's script
 
 
-def scripted_score(prompt: str, video_sha256: Optional[str], num_images: int) -> int:
+def scripted_score(prompt: str, video_sha256: str | None, num_images: int) -> int:
     """The score the fake answers, from what the request carried."""
     digest = sha256(f"{prompt}|{video_sha256}|{num_images}".encode())
     return int(digest, 16) % 5 + 1
@@ -172,7 +173,7 @@ def scripted_behaviour(recorded: Recorded) -> Reply:
                  completion_tokens=7)
 
 
-def expected_score(state: Dict[str, Any]) -> int:
+def expected_score(state: dict[str, Any]) -> int:
     extra = state["instance"]["extra_data"]
     native = extra["video_mode"] == "native"
     return scripted_score(prompt_of(state), extra["video_sha256"] if native else None,
@@ -186,17 +187,17 @@ def expected_score(state: Dict[str, Any]) -> int:
 class FamiliesRun:
     workdir: Path
     runs: Path
-    requests: List[Recorded]
+    requests: list[Recorded]
     stdout: str
     stderr: str
 
     def run_dir(self, family: Family) -> Path:
         return self.runs / family.run_name
 
-    def requests_of(self, family: Family) -> List[Recorded]:
+    def requests_of(self, family: Family) -> list[Recorded]:
         return [r for r in self.requests if r.api == family.api and r.model == family.served]
 
-    def states(self, family: Family) -> List[Dict[str, Any]]:
+    def states(self, family: Family) -> list[dict[str, Any]]:
         return request_states(self.run_dir(family))
 
 
@@ -425,7 +426,7 @@ SAME_FRAME = 0.001
 """Above this changed share two images show different moments."""
 
 
-def _probe(path: Path) -> Tuple[int, float]:
+def _probe(path: Path) -> tuple[int, float]:
     """(decodable frames, native fps) of a video, read with PyAV."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
@@ -459,7 +460,7 @@ def _decoded(source: str) -> np.ndarray:
 
 
 @functools.cache
-def _jpeg_is_not_source_frame(jpeg_path: str, source: str, index: int) -> Optional[str]:
+def _jpeg_is_not_source_frame(jpeg_path: str, source: str, index: int) -> str | None:
     """None when a stored JPEG shows source frame ``index`` at native size, else what is wrong.
 
     Frames of the same moment (a still scene) are indistinguishable; every frame of another moment
@@ -665,7 +666,7 @@ TOGETHER_CLIENT = "helm.clients.together_client.TogetherChatClient"
 HF_QWEN_CLIENT = "helm.clients.vision_language.qwen2_vlm_client.Qwen2VLMClient"
 
 # (model, deployment override or None) -> (video mode under auto, deployment, client class, max_tokens)
-ROUTING_TABLE: Dict[Tuple[str, Optional[str]], Tuple[str, str, str, int]] = {
+ROUTING_TABLE: dict[tuple[str, str | None], tuple[str, str, str, int]] = {
     # The official path: in-process transformers.
     ("teetone/roboreward-4b", None): ("native", "transformers/roboreward-4b", TRANSFORMERS_CLIENT, 5000),
     ("teetone/roboreward-8b", None): ("native", "transformers/roboreward-8b", TRANSFORMERS_CLIENT, 5000),
@@ -762,23 +763,23 @@ VARIANT_DEPLOYMENTS = {
 }
 
 
-def test_departures_pick_their_twin_deployment(routing: Dict[str, Dict[str, Any]]) -> None:
+def test_departures_pick_their_twin_deployment(routing: dict[str, dict[str, Any]]) -> None:
     for entry, deployment in VARIANT_DEPLOYMENTS.items():
         assert routing[entry]["deployment"] == deployment, entry
 
 
-def test_run_names_follow_the_final_mode(routing: Dict[str, Dict[str, Any]]) -> None:
+def test_run_names_follow_the_final_mode(routing: dict[str, dict[str, Any]]) -> None:
     for entry, name in NAME_CASES.items():
         assert routing[entry]["name"] == name, entry
 
 
-def _routing_entry(model: str, deployment: Optional[str]) -> str:
+def _routing_entry(model: str, deployment: str | None) -> str:
     entry = f"roboreward:subset={SUBSET},data=sample,model={model}"
     return entry + (f",model_deployment={deployment}" if deployment else "")
 
 
 @pytest.fixture(scope="module")
-def routing(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any]]:
+def routing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     workdir = tmp_path_factory.mktemp("routing")
     with FakeModelServer() as fake:  # only for the credentials file; nothing is sent
         local = private_local_path(workdir / "local", fake)
@@ -793,7 +794,7 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any
     return {**json.loads(line[len("ROUTING="):]), "_defaults": json.loads(defaults[len("DEFAULTS="):])}
 
 
-def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: Dict[str, Dict[str, Any]]) -> None:
+def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: dict[str, dict[str, Any]]) -> None:
     """Qwen2.5-VL and Llama 4 have HELM deployments: roboreward runs use the package's vLLM ones (table
     above), but installing the plugin (and ``--local-path prod_env``) must not change which deployment every
     other benchmark gets for these models; no twin (a named departure) is ever a model's default."""
@@ -806,8 +807,8 @@ def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: Dic
 
 @pytest.mark.parametrize("model, deployment", list(ROUTING_TABLE),
                          ids=[m + (f"@{d}" if d else "") for m, d in ROUTING_TABLE])
-def test_auto_routing_with_the_real_deployments(routing: Dict[str, Dict[str, Any]], model: str,
-                                                deployment: Optional[str]) -> None:
+def test_auto_routing_with_the_real_deployments(routing: dict[str, dict[str, Any]], model: str,
+                                                deployment: str | None) -> None:
     mode, expected_deployment, client, max_tokens = ROUTING_TABLE[(model, deployment)]
     resolved = routing[_routing_entry(model, deployment)]
     assert (resolved["video"], resolved["deployment"], resolved["client"], resolved["max_tokens"]) == (
@@ -818,7 +819,7 @@ def test_auto_routing_with_the_real_deployments(routing: Dict[str, Dict[str, Any
 # --------------------------------------------------------------------------------------------- concurrency
 
 
-def _comparable_stats(run_dir: Path) -> Dict[str, Tuple[int, float, float]]:
+def _comparable_stats(run_dir: Path) -> dict[str, tuple[int, float, float]]:
     """stats.json without timing stats: name -> (count, sum, mean)."""
     out = {}
     for stat in read_json(run_dir / "stats.json"):

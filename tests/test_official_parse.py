@@ -14,14 +14,13 @@ the official result; :func:`test_the_magnitude_guard_is_the_only_departure` pins
 import itertools
 import random
 import re
-from typing import List, Optional
 
 import pytest
 
-from helm_roboreward.scoring import MAX_PARSED_MAGNITUDE, parse_progress_score
+from helm_roboreward.core.scoring import MAX_PARSED_MAGNITUDE, parse_progress_score
 
 
-def official_extract_answer(raw_completion: str) -> Optional[float]:
+def official_extract_answer(raw_completion: str) -> float | None:
     """The official function, transcribed literally."""
     if not raw_completion:
         return None
@@ -35,14 +34,14 @@ def official_extract_answer(raw_completion: str) -> Optional[float]:
     return None
 
 
-def official_with_guard(completion: str) -> Optional[float]:
+def official_with_guard(completion: str) -> float | None:
     value = official_extract_answer(completion)
     if value is None or abs(value) > MAX_PARSED_MAGNITUDE:
         return None
     return value
 
 
-HAND_WRITTEN: List[str] = [
+HAND_WRITTEN: list[str] = [
     # the word boundary before and after "answer"
     "final_answer: 3", "Final_Answer: 4", "FINAL_ANSWER:5", "_answer: 2", "answer_: 2", "__answer__: 2",
     "reanswer: 3", "xANSWER: 3", "answerA: 3", "answers: 3", "ANSWERS: 3", "answer2: 3", "2answer: 3",
@@ -74,7 +73,7 @@ HAND_WRITTEN: List[str] = [
 ]
 
 
-def generated(count: int, seed: int = 20261201) -> List[str]:
+def generated(count: int, seed: int = 20261201) -> list[str]:
     """``count`` strings from a seeded grammar: prefix noise, an answer word, a separator, a number, a tail."""
     rng = random.Random(seed)
     words = ["answer", "ANSWER", "Answer", "aNsWeR", "final_answer", "Final Answer", "reanswer", "answers",
@@ -95,7 +94,7 @@ def generated(count: int, seed: int = 20261201) -> List[str]:
     return out
 
 
-CORPUS: List[str] = list(dict.fromkeys(HAND_WRITTEN + generated(600)))
+CORPUS: list[str] = list(dict.fromkeys(HAND_WRITTEN + generated(600)))
 
 
 def test_corpus_is_large_and_varied() -> None:
@@ -129,7 +128,7 @@ def test_the_magnitude_guard_is_the_only_departure() -> None:
     ("final_answer: 3", None), ("reanswer: 3", None), ("answers: 3", None), ("ANSWER : 3", 3.0), ("answer:5", 5.0),
     ("final_answer: 3\nANSWER: 4", 4.0), ("4 ANSWER: 2", 2.0), ("", None),
 ])
-def test_protocol_examples(text: str, expected: Optional[float]) -> None:
+def test_protocol_examples(text: str, expected: float | None) -> None:
     assert parse_progress_score(text) == expected == official_extract_answer(text)
 
 

@@ -12,8 +12,8 @@ import dataclasses
 import hashlib
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 import pytest
 from helm.common.cache import BlackHoleCacheConfig, CacheConfig, SqliteCacheConfig
@@ -21,11 +21,11 @@ from helm.common.media_object import MediaObject, MultimediaObject
 from helm.common.request import Request, RequestResult
 from helm.proxy.retry import retry_if_request_failed
 
-from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
-from helm_roboreward.extraction import extract_frames
-from helm_roboreward.frames import FrameOptions
-from helm_roboreward.prompt import build_prompt
-from helm_roboreward.video_copies import store_video
+from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.helm_layer.clients.openai_video_client import OpenAIVideoClient
+from helm_roboreward.media.copies import store_video
+from helm_roboreward.media.decoding import extract_frames
+from helm_roboreward.media.selection import FrameOptions
 from tests.fake_openai_server import (
     CHAT,
     FailFirst,
@@ -69,7 +69,7 @@ def leaky_video(tmp_path: Path) -> Path:
     return target
 
 
-def make_client(server_url: str, cache_config: Optional[CacheConfig] = None, **kwargs: object) -> OpenAIVideoClient:
+def make_client(server_url: str, cache_config: CacheConfig | None = None, **kwargs: object) -> OpenAIVideoClient:
     args = {"api_key": "sk-test", "served_model_name": SERVED, "max_retries": 0, "timeout_seconds": 10.0}
     args.update(kwargs)
     return OpenAIVideoClient(cache_config=cache_config or BlackHoleCacheConfig(), base_url=server_url,
@@ -477,7 +477,7 @@ def test_unsupported_media_fails_without_a_request(fake: FakeModelServer, tmp_pa
 
 
 @pytest.mark.parametrize("base_url", [None, ""])
-def test_missing_base_url_is_an_error(base_url: Optional[str]) -> None:
+def test_missing_base_url_is_an_error(base_url: str | None) -> None:
     with pytest.raises(ValueError, match="vllmBaseUrl"):
         OpenAIVideoClient(cache_config=BlackHoleCacheConfig(), base_url=base_url)
 
@@ -492,5 +492,5 @@ def test_bad_video_transport_is_an_error(transport: str) -> None:
 def test_fake_lists_served_models(fake: FakeModelServer) -> None:
     from openai import OpenAI
 
-    models: List[str] = [m.id for m in OpenAI(base_url=fake.base_url, api_key="sk-test").models.list()]
+    models: list[str] = [m.id for m in OpenAI(base_url=fake.base_url, api_key="sk-test").models.list()]
     assert models == [SERVED]

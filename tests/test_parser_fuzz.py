@@ -30,13 +30,13 @@ import math
 import sys
 import time
 import unicodedata
-from typing import Callable, Dict, Optional
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helm_roboreward.scoring import parse_progress_score, score_prediction
+from helm_roboreward.core.scoring import parse_progress_score, score_prediction
 from tests.test_metrics import answered, generation_stats, make_instance
 
 MAX_MAGNITUDE = 1e75
@@ -51,7 +51,7 @@ def _letter_matches(char: str, letter: str) -> bool:
     return char.lower() == letter or char.upper() == letter.upper()
 
 
-def _number_at(text: str, start: int) -> Optional[tuple]:
+def _number_at(text: str, start: int) -> tuple | None:
     """``(integer part end, decimal part end or None)`` of the number starting at ``start``, or None.
 
     The integer part is the longest run of decimal digits after an optional ``-``; the decimal part, when
@@ -75,7 +75,7 @@ def _number_at(text: str, start: int) -> Optional[tuple]:
     return integer_end, decimal_end
 
 
-def _value(number: str) -> Optional[float]:
+def _value(number: str) -> float | None:
     ascii_number = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in number)
     value = float(ascii_number)
     if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
@@ -87,7 +87,7 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def reference_parse(completion: str) -> Optional[float]:
+def reference_parse(completion: str) -> float | None:
     """PROTOCOL section 6, read independently (see the module docstring)."""
     word = "answer"
     # Rule 1: the first "answer <spaces> : <spaces> <number>".
@@ -123,7 +123,7 @@ def reference_parse(completion: str) -> Optional[float]:
 
 # --------------------------------------------------------------------------------------------- shared checks
 
-GENERATED: Dict[str, int] = collections.Counter()
+GENERATED: dict[str, int] = collections.Counter()
 """Completions generated per strategy (printed by the last test)."""
 
 STAT_SAFE_ERROR = math.sqrt(math.sqrt(sys.float_info.max))

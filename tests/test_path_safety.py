@@ -15,14 +15,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
 
 import pytest
 
 from helm_roboreward import cli
-from helm_roboreward.project_files import generated_texts
+from helm_roboreward.presentation.project_files import generated_texts
 from tests.helm_harness import PROD_ENV, TIMEOUT, check_completed
 from tests.helm_harness import cli as console_script
 from tests.test_end_to_end import environment, private_local_path
@@ -33,9 +33,9 @@ SUITE = "s"
 FRAME = "benchmark_output/scenarios/roboreward/frames/aa/aakey/0000.jpg"
 
 
-def snapshot(folder: Path) -> Dict[str, Tuple[str, str]]:
+def snapshot(folder: Path) -> dict[str, tuple[str, str]]:
     """Every entry under ``folder``: relative path -> (kind, sha256 or link target)."""
-    entries: Dict[str, Tuple[str, str]] = {}
+    entries: dict[str, tuple[str, str]] = {}
     if not folder.exists():
         return entries
     for path in sorted(folder.rglob("*")):
@@ -66,10 +66,10 @@ class ExportCase:
     def export(self) -> Path:
         return self.tmp / "b" / "export"
 
-    def outsides(self) -> Dict[str, Dict[str, Tuple[str, str]]]:
+    def outsides(self) -> dict[str, dict[str, tuple[str, str]]]:
         return {side: snapshot(self.tmp / side / "outside") for side in ("a", "b")}
 
-    def record(self, media: List[Tuple[str, str]]) -> None:
+    def record(self, media: list[tuple[str, str]]) -> None:
         """A run whose scenario_state.json records these ``(content_type, location)`` media objects."""
         run = self.work / "benchmark_output" / "runs" / SUITE / "roboreward:subset=x,video=frames,model=m"
         run.mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,7 @@ def _folder_link_in_export(case: ExportCase) -> str:
     return str(case.export / "benchmark_output" / "scenarios")
 
 
-EXPORT_REFUSALS: Dict[str, Callable[[ExportCase], str]] = {  # case id (docs/bad_inputs.md) -> crafting
+EXPORT_REFUSALS: dict[str, Callable[[ExportCase], str]] = {  # case id (docs/bad_inputs.md) -> crafting
     "export-source-dotdot-out-of-output": _dotdot_source,
     "export-source-dotdot-inside": _dotdot_inside,
     "export-source-absolute-outside": _absolute_outside,

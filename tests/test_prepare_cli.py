@@ -6,9 +6,10 @@ import shutil
 import subprocess
 import sys
 
-from helm_roboreward import cli, extraction
-from helm_roboreward.data_source import sample_root
-from helm_roboreward.scenario import RoboRewardScenario
+from helm_roboreward import cli
+from helm_roboreward.data.sources import sample_root
+from helm_roboreward.helm_layer.scenario import RoboRewardScenario
+from helm_roboreward.media import decoding as extraction
 from tests.sample_facts import distinct_videos, rows_of, sample_rows
 from tests.unwritable import unwritable
 

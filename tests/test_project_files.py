@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from helm_roboreward import cli
-from helm_roboreward.project_files import generated_texts
+from helm_roboreward.presentation.project_files import generated_texts
 
 REPO = Path(__file__).resolve().parent.parent
 

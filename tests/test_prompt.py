@@ -1,8 +1,8 @@
-"""``helm_roboreward.prompt``: the exact PROTOCOL section 3 text, with the task inserted verbatim."""
+"""``helm_roboreward.core.prompt``: the exact PROTOCOL section 3 text, with the task inserted verbatim."""
 
 import pytest
 
-from helm_roboreward.prompt import RUBRIC_PROMPT_TEMPLATE, build_prompt
+from helm_roboreward.core.prompt import RUBRIC_PROMPT_TEMPLATE, build_prompt
 
 # Copied from PROTOCOL.md section 3 with the 4-space indentation removed.
 EXPECTED_PREFIX = (

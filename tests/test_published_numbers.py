@@ -9,18 +9,17 @@ give the published number, and the report's ``leaderboard.csv`` lists the subset
 
 import csv
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 from helm.benchmark.metrics.metric_name import MetricName
 from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import TEST_SPLIT, Input, Instance, Output, Reference
 
-from helm_roboreward.benchmark import OFFICIAL_SUBSETS
-from helm_roboreward.metrics import RoboRewardMetric
-from helm_roboreward.report.analysis import Settings, analyse
-from helm_roboreward.report.loading import InstanceRow, ModelRows, SuiteRows
-from helm_roboreward.report.writer import LEADERBOARD_FILE, write_report
+from helm_roboreward.core.benchmark import OFFICIAL_SUBSETS
+from helm_roboreward.helm_layer.metrics import RoboRewardMetric
+from helm_roboreward.presentation.report.analysis import Settings, analyse
+from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
+from helm_roboreward.presentation.report.writer import LEADERBOARD_FILE, write_report
 
 PUBLISHED_SUBSET_MAE = [
     0.768, 0.701, 0.340, 0.538, 0.577, 0.674, 0.770, 0.587, 0.474, 0.670, 0.830, 0.807, 0.720, 0.396, 0.485,
@@ -46,7 +45,7 @@ def _instance(subset: str, index: int) -> Instance:
                     split=TEST_SPLIT, id=f"{subset}-{index}", extra_data={"subset": subset})
 
 
-def _per_instance_errors() -> Dict[str, List[float]]:
+def _per_instance_errors() -> dict[str, list[float]]:
     """Rows whose errors average to the published MAE of their subset (each error exactly that MAE)."""
     return {subset.id: [mae] * subset.num_rows for subset, mae in zip(OFFICIAL_SUBSETS, PUBLISHED_SUBSET_MAE,
                                                                           strict=True)}

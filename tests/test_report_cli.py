@@ -13,13 +13,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 from PIL import Image
 
 from helm_roboreward import cli
-from helm_roboreward.scenario import instance_id
+from helm_roboreward.helm_layer.scenario import instance_id
 from tests.sample_facts import constant_mae, rows_of, sample_rows, subset_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,15 +62,15 @@ def report(output: Path, out: Path, *extra: str, local: Path = PROD_ENV, resampl
                      str(local), "--resamples", resamples, *extra])
 
 
-def run_dirs(output: Path) -> List[Path]:
+def run_dirs(output: Path) -> list[Path]:
     return sorted(path for path in (output / "runs" / SUITE).iterdir() if (path / "run_spec.json").exists())
 
 
-def runs_of(output: Path, model: str) -> List[Path]:
+def runs_of(output: Path, model: str) -> list[Path]:
     return [path for path in run_dirs(output) if path.name.endswith(f"model={model.replace('/', '_')}")]
 
 
-def read_csv(path: Path) -> List[Dict[str, str]]:
+def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
 
@@ -82,9 +81,9 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-def subset_maes_from_stats(output: Path) -> Dict[str, Dict[str, float]]:
+def subset_maes_from_stats(output: Path) -> dict[str, dict[str, float]]:
     """``model -> subset -> MAE`` as recorded by helm-run in each run's stats.json."""
-    maes: Dict[str, Dict[str, float]] = {}
+    maes: dict[str, dict[str, float]] = {}
     for run in run_dirs(output):
         model = json.loads((run / "run_spec.json").read_text())["adapter_spec"]["model"]
         for stat in json.loads((run / "stats.json").read_text()):
@@ -275,7 +274,7 @@ def test_matplotlib_missing(copy: Path, tmp_path: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.parametrize("option", [["--confidence", "1.5"], ["--resamples", "0"], ["--seed", "-1"]])
-def test_bad_options(copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], option: List[str]) -> None:
+def test_bad_options(copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
     assert report(copy, tmp_path / "r", *option) == 2
     assert option[0] in one_line_error(capsys)
 
@@ -287,7 +286,7 @@ def test_a_run_over_all_subsets_contributes_each_subset(copy: Path, tmp_path: Pa
     spec = json.loads((parts[0] / "run_spec.json").read_text())
     spec["scenario_spec"]["args"]["subset"] = "all"
     (merged / "run_spec.json").write_text(json.dumps(spec))
-    def concatenated(name: str) -> List[dict]:
+    def concatenated(name: str) -> list[dict]:
         return [item for part in parts for item in json.loads((part / name).read_text())]
 
     for name in ("stats.json", "per_instance_stats.json"):

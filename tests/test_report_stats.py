@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from helm_roboreward.report.analysis import (
+from helm_roboreward.presentation.report.analysis import (
     CONFUSION_COLUMNS,
     Settings,
     analyse,
@@ -11,7 +11,7 @@ from helm_roboreward.report.analysis import (
     failure_modes,
     subset_order,
 )
-from helm_roboreward.report.bootstrap import (
+from helm_roboreward.presentation.report.bootstrap import (
     Interval,
     SubsetSample,
     bootstrap_macro_mae,
@@ -20,7 +20,7 @@ from helm_roboreward.report.bootstrap import (
     draw_cluster_weights,
     ratio_replicates,
 )
-from helm_roboreward.report.loading import InstanceRow, ModelRows, SuiteRows
+from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
 
 # --- clusters (union-find) ---------------------------------------------------------------------------------
 

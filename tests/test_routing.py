@@ -1,14 +1,13 @@
 """Which model gets the native mp4 and which gets frames (PROTOCOL section 4), against HELM 0.5.16's built-ins."""
 
-from typing import Tuple
 
 import pytest
 from helm.benchmark.config_registry import register_builtin_configs_from_helm_package
 from helm.benchmark.model_deployment_registry import get_default_model_deployment_for_model, get_model_deployment
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA
 
-import helm_roboreward.plugin  # noqa: F401  (registers the baselines, as helm-run does)
-from helm_roboreward.routing import (
+import helm_roboreward.helm_layer.plugin  # noqa: F401  (registers the baselines, as helm-run does)
+from helm_roboreward.helm_layer.routing import (
     FRAMES,
     NATIVE,
     choose_video_mode,
@@ -34,7 +33,7 @@ def _helm_builtins() -> None:
     register_helm_builtins_once()
 
 
-def builtin_deployment(model: str) -> Tuple[str, str]:
+def builtin_deployment(model: str) -> tuple[str, str]:
     """(default deployment name, client class) of a model as HELM 0.5.16 ships it."""
     deployment = get_default_model_deployment_for_model(model)
     assert deployment, f"HELM has no deployment for {model}"

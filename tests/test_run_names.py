@@ -8,7 +8,6 @@ departures served by twin deployments).
 
 import math
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 from helm.benchmark.config_registry import register_builtin_configs_from_helm_package
@@ -19,9 +18,9 @@ from helm.common.object_spec import parse_object_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
-from helm_roboreward.frames import FrameOptions
-from helm_roboreward.run_specs import get_roboreward_spec
+import helm_roboreward.helm_layer.plugin  # noqa: F401  (what helm-run's entry point loading does)
+from helm_roboreward.helm_layer.run_specs import get_roboreward_spec
+from helm_roboreward.media.selection import FrameOptions
 
 CONSTANT = "baseline/constant-3"
 
@@ -38,7 +37,7 @@ def expand_one(description: str) -> RunSpec:
     return specs[0]
 
 
-def name_parts(name: str) -> Dict[str, str]:
+def name_parts(name: str) -> dict[str, str]:
     """``roboreward:a=1,b=2`` -> ``{"a": "1", "b": "2"}``."""
     return dict(part.split("=", 1) for part in name.split(":", 1)[1].split(","))
 
@@ -91,7 +90,7 @@ def test_different_fps_never_share_a_name(first: float, second: float) -> None:
 @settings(max_examples=500, deadline=None)
 @given(value=st.floats(allow_nan=False, allow_infinity=False))
 def test_exact_number_round_trips_every_finite_float(value: float) -> None:
-    from helm_roboreward.frames import exact_number
+    from helm_roboreward.media.selection import exact_number
 
     text = exact_number(value)
     assert float(text) == value
@@ -122,7 +121,7 @@ def test_frame_options_survive_a_later_switch_from_native_to_frames() -> None:
     ("v1.0", "v1.0%"),
 ])
 def test_revisions_get_distinct_slash_free_names(first: str, second: str) -> None:
-    names: List[str] = []
+    names: list[str] = []
     for revision in (first, second):
         spec = get_roboreward_spec(subset="bridge", revision=revision)
         assert "/" not in spec.name, spec.name

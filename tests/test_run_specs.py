@@ -1,8 +1,8 @@
 """The ``roboreward`` run spec as helm-run builds it: names, routing, token budgets, adapter, errors."""
 
 import os
+from collections.abc import Iterator
 from datetime import date
-from typing import Iterator, List
 
 import pytest
 from helm.benchmark.config_registry import register_builtin_configs_from_helm_package
@@ -25,12 +25,12 @@ from helm.benchmark.run_spec import RunSpec
 from helm.benchmark.run_spec_factory import construct_run_specs
 from helm.common.object_spec import create_object, parse_object_spec
 
-import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
-from helm_roboreward import routing
-from helm_roboreward.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS
-from helm_roboreward.routing import NATIVE_VIDEO_TAG
-from helm_roboreward.run_specs import data_label, get_roboreward_spec
-from helm_roboreward.scenario import RoboRewardScenario
+import helm_roboreward.helm_layer.plugin  # noqa: F401  (what helm-run's entry point loading does)
+from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS
+from helm_roboreward.helm_layer import routing
+from helm_roboreward.helm_layer.routing import NATIVE_VIDEO_TAG
+from helm_roboreward.helm_layer.run_specs import data_label, get_roboreward_spec
+from helm_roboreward.helm_layer.scenario import RoboRewardScenario
 
 GPT5_MINI = "openai/gpt-5-mini-2025-08-07"
 GEMINI_FLASH = "google/gemini-2.5-flash"
@@ -52,7 +52,7 @@ def _helm_builtins() -> None:
     register_helm_builtins_once()
 
 
-def expand(description: str) -> List[RunSpec]:
+def expand(description: str) -> list[RunSpec]:
     """What helm-run does with one run entry."""
     return construct_run_specs(parse_object_spec(description))
 

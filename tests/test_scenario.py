@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from helm_roboreward.data_source import sample_root
-from helm_roboreward.dataset import DataError
-from helm_roboreward.prompt import build_prompt
-from helm_roboreward.scenario import RoboRewardScenario, instance_id
+from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.data.rows import DataError
+from helm_roboreward.data.sources import sample_root
+from helm_roboreward.helm_layer.scenario import RoboRewardScenario, instance_id
 
 
 def sample_rows(subset):

@@ -7,10 +7,10 @@ import shutil
 import huggingface_hub.constants
 import pytest
 
-from helm_roboreward.benchmark import DATASET_ID
-from helm_roboreward.data_source import sample_root
-from helm_roboreward.dataset import DataError
-from helm_roboreward.scenario import RoboRewardScenario
+from helm_roboreward.core.benchmark import DATASET_ID
+from helm_roboreward.data.rows import DataError
+from helm_roboreward.data.sources import sample_root
+from helm_roboreward.helm_layer.scenario import RoboRewardScenario
 from tests.fake_hf_hub import FakeHfHub, FakeRepo
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

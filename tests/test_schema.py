@@ -1,13 +1,12 @@
 """The committed leaderboard schema: up to date, valid for HELM, official columns in official order."""
 
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 import yaml
 from helm.benchmark.presentation.schema import RunGroup, Schema, read_schema, validate_schema
 
-from helm_roboreward.schema import render_schema
+from helm_roboreward.presentation.schema import render_schema
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = REPO / "static" / "schema_roboreward.yaml"
@@ -47,14 +46,14 @@ def schema() -> Schema:
 
 
 @pytest.fixture(scope="module")
-def groups(schema: Schema) -> Dict[str, RunGroup]:
+def groups(schema: Schema) -> dict[str, RunGroup]:
     return {group.name: group for group in schema.run_groups}
 
 
 def test_committed_schema_is_up_to_date() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render_schema(), (
         "static/schema_roboreward.yaml is stale; regenerate with "
-        "`python -m helm_roboreward.schema static/schema_roboreward.yaml`"
+        "`python -m helm_roboreward.presentation.schema static/schema_roboreward.yaml`"
     )
 
 
@@ -69,21 +68,21 @@ def test_names_are_unique() -> None:
         assert len(names) == len(set(names)), section
 
 
-def test_parent_group_lists_the_official_subsets_in_official_order(groups: Dict[str, RunGroup]) -> None:
+def test_parent_group_lists_the_official_subsets_in_official_order(groups: dict[str, RunGroup]) -> None:
     parent = groups["roboreward"]
     assert parent.subgroups == [f"roboreward_{subset}" for subset, _ in OFFICIAL_COLUMNS]
     assert len(parent.subgroups) == 23
 
 
 @pytest.mark.parametrize("subset, display_name", OFFICIAL_COLUMNS)
-def test_official_subset_group(groups: Dict[str, RunGroup], subset: str, display_name: str) -> None:
+def test_official_subset_group(groups: dict[str, RunGroup], subset: str, display_name: str) -> None:
     group = groups[f"roboreward_{subset}"]
     assert group.display_name == display_name
     assert group.environment == {"main_name": "abs_error", "main_split": "test"}
     assert "accuracy" in group.metric_groups
 
 
-def test_sample_subsets_have_their_own_parent(groups: Dict[str, RunGroup]) -> None:
+def test_sample_subsets_have_their_own_parent(groups: dict[str, RunGroup]) -> None:
     sample_parent = groups["roboreward_sample"]
     assert sample_parent.subgroups == [f"roboreward_{subset}" for subset in SAMPLE_SUBSETS]
     assert not set(sample_parent.subgroups) & set(groups["roboreward"].subgroups)
@@ -93,7 +92,7 @@ def test_sample_subsets_have_their_own_parent(groups: Dict[str, RunGroup]) -> No
     assert parents_of_sample == ["roboreward_sample"]
 
 
-def test_all_subsets_group_shows_the_macro_mae(schema: Schema, groups: Dict[str, RunGroup]) -> None:
+def test_all_subsets_group_shows_the_macro_mae(schema: Schema, groups: dict[str, RunGroup]) -> None:
     group = groups["roboreward_all"]
     assert "macro" in group.metric_groups
     macro = {m.name: m for m in schema.metric_groups}["macro"]
@@ -118,7 +117,7 @@ def test_exact_match_is_higher_is_better(schema: Schema) -> None:
 
 
 def test_every_breakdown_metric_is_declared_and_lower_is_better(schema: Schema) -> None:
-    expected: List[str] = [f"mae_subset_{subset}" for subset, _ in OFFICIAL_COLUMNS]
+    expected: list[str] = [f"mae_subset_{subset}" for subset, _ in OFFICIAL_COLUMNS]
     expected += [f"mae_subset_{subset}" for subset in SAMPLE_SUBSETS]
     expected += [f"mae_kind_{kind}" for kind in ("natural", "clip", "counterfactual", "original")]
     expected += ["mae_robot_franka", "mae_robot_widowx", "mae_robot_google_robot", "mae_robot_xarm_bimanual",

@@ -1,11 +1,10 @@
-"""``helm_roboreward.scoring``: the official parse rule and per-instance error terms (PROTOCOL section 6)."""
+"""``helm_roboreward.core.scoring``: the official parse rule and per-instance error terms (PROTOCOL section 6)."""
 
 import math
-from typing import Optional
 
 import pytest
 
-from helm_roboreward.scoring import (
+from helm_roboreward.core.scoring import (
     UNPARSEABLE_ABS_ERROR,
     ScoredPrediction,
     parse_progress_score,
@@ -76,7 +75,7 @@ PARSE_TABLE = [
 
 
 @pytest.mark.parametrize(("completion", "expected"), PARSE_TABLE)
-def test_parse_progress_score_table(completion: str, expected: Optional[float]) -> None:
+def test_parse_progress_score_table(completion: str, expected: float | None) -> None:
     result = parse_progress_score(completion)
     if expected is None:
         assert result is None

@@ -23,8 +23,8 @@ import av
 import numpy as np
 import pytest
 
-from helm_roboreward.benchmark import SAMPLE_SUBSET_IDS
-from helm_roboreward.dataset import CLIP, COUNTERFACTUAL, NATURAL, ORIGINAL, infer_kind, load_rollouts, read_metadata
+from helm_roboreward.core.benchmark import SAMPLE_SUBSET_IDS
+from helm_roboreward.data.rows import CLIP, COUNTERFACTUAL, NATURAL, ORIGINAL, infer_kind, load_rollouts, read_metadata
 from scripts.sim.labels import (
     GOAL_REGIONS,
     RULE_SCORES,

@@ -16,9 +16,10 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any
 
 import av
 import pytest
@@ -31,13 +32,13 @@ from helm.proxy.retry import NonRetriableException
 from PIL import Image
 from transformers.utils import is_torchcodec_usable
 
-from helm_roboreward.clients.transformers_client import (
+from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.helm_layer.clients.transformers_client import (
     TransformersClientError,
     TransformersQwen3VLClient,
     completion_from,
     load_counts,
 )
-from helm_roboreward.prompt import build_prompt
 from tests.helm_harness import (
     PROD_ENV,
     SAMPLE,
@@ -77,7 +78,7 @@ def tiny_moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl-moe", moe=True)
 
 
-def make_client(folder: Path, cache_config: Optional[CacheConfig] = None, **kwargs: Any) -> TransformersQwen3VLClient:
+def make_client(folder: Path, cache_config: CacheConfig | None = None, **kwargs: Any) -> TransformersQwen3VLClient:
     return TransformersQwen3VLClient(cache_config=cache_config or BlackHoleCacheConfig(), checkpoint=str(folder),
                                      **kwargs)
 
@@ -402,7 +403,7 @@ def end_to_end(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> EndToEnd
 def test_helm_run_end_to_end_with_the_tiny_checkpoint(end_to_end: EndToEnd) -> None:
     states = request_states(end_to_end.run_dir)
     assert len(states) == len(sample_rows())  # the whole bundled sample, mp4s routed natively (video=auto)
-    answers: List[str] = []
+    answers: list[str] = []
     for state in states:
         assert state["result"]["success"] is True, state["result"].get("error")
         (completion,) = state["result"]["completions"]
@@ -412,7 +413,7 @@ def test_helm_run_end_to_end_with_the_tiny_checkpoint(end_to_end: EndToEnd) -> N
     per_instance = read_json(end_to_end.run_dir / "per_instance_stats.json")
     assert len(per_instance) == len(states)
     for entry in per_instance:
-        stats: Dict[str, float] = {s["name"]["name"]: s["mean"] for s in entry["stats"]
+        stats: dict[str, float] = {s["name"]["name"]: s["mean"] for s in entry["stats"]
                                    if "perturbation" not in s["name"]}
         assert 0 <= stats["abs_error"] <= 4 and stats["num_prompt_tokens"] > 0
     macro_mae = run_stats(end_to_end.run_dir)["macro_mae"]

@@ -28,7 +28,7 @@ The folder is about 1 MB and builds in well under a second on CPU.
 import json
 import string
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -86,15 +86,15 @@ CHAT_TEMPLATE = (
 """Qwen3-VL's template reduced to what one user turn needs (no system prompt, tools or thinking)."""
 
 
-def _vocabulary() -> Dict[str, int]:
-    characters: List[str] = sorted(set(string.printable) - set("\x0b\x0c\r"))
+def _vocabulary() -> dict[str, int]:
+    characters: list[str] = sorted(set(string.printable) - set("\x0b\x0c\r"))
     vocabulary = {token: index for index, token in enumerate(SPECIAL_TOKENS)}
     for character in characters:
         vocabulary.setdefault(character, len(vocabulary))
     return vocabulary
 
 
-def _tokenizer(vocabulary: Dict[str, int]) -> PreTrainedTokenizerFast:
+def _tokenizer(vocabulary: dict[str, int]) -> PreTrainedTokenizerFast:
     backend = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token=UNKNOWN))
     backend.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
     backend.decoder = decoders.Fuse()
@@ -108,8 +108,8 @@ def _tokenizer(vocabulary: Dict[str, int]) -> PreTrainedTokenizerFast:
     )
 
 
-def _text_config(vocabulary: Dict[str, int], moe: bool) -> Dict[str, Any]:
-    text: Dict[str, Any] = {
+def _text_config(vocabulary: dict[str, int], moe: bool) -> dict[str, Any]:
+    text: dict[str, Any] = {
         "vocab_size": len(vocabulary),
         "hidden_size": TEXT_HIDDEN,
         "intermediate_size": 128,
@@ -128,7 +128,7 @@ def _text_config(vocabulary: Dict[str, int], moe: bool) -> Dict[str, Any]:
     return text
 
 
-def _vision_config() -> Dict[str, Any]:
+def _vision_config() -> dict[str, Any]:
     return {
         "depth": 2,
         "hidden_size": 32,

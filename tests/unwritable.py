@@ -9,8 +9,8 @@ import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import pytest
 

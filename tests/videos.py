@@ -15,9 +15,10 @@ same aspect ratio. Builders for broken files live at the end of this module.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Union
 
 import av
 import numpy as np
@@ -33,7 +34,7 @@ ROW_FRACTION = 1 / 6
 MAX_FRAME_NUMBER = (1 << CODE_BITS) - 1
 
 
-def _as_fraction(fps: Union[int, float, Fraction]) -> Fraction:
+def _as_fraction(fps: int | float | Fraction) -> Fraction:
     if isinstance(fps, Fraction):
         return fps
     if isinstance(fps, float) and abs(fps - 29.97) < 1e-9:
@@ -93,18 +94,18 @@ def frame_number_of(image: np.ndarray) -> int:
 def make_video(
     path: PathLike,
     num_frames: int,
-    fps: Union[int, float, Fraction] = 10,
+    fps: int | float | Fraction = 10,
     width: int = 64,
     height: int = 48,
     codec: str = "libx264",
     gop: int = 30,
     pix_fmt: str = "yuv420p",
-    rotation: Optional[int] = None,
-    bframes: Optional[int] = None,
+    rotation: int | None = None,
+    bframes: int | None = None,
     crf: int = 18,
-    container_format: Optional[str] = None,
+    container_format: str | None = None,
     first_number: int = 0,
-    timestamps_ms: Optional[Sequence[int]] = None,
+    timestamps_ms: Sequence[int] | None = None,
 ) -> Path:
     """Encode ``num_frames`` frames numbered ``first_number, first_number + 1, ...``.
 
@@ -129,7 +130,7 @@ def make_video(
     """
     path = Path(path)
     rate = _as_fraction(fps)
-    options: Dict[str, str] = {}
+    options: dict[str, str] = {}
     if codec == "libx264":
         params = f"keyint={gop}:min-keyint={gop}:scenecut=0"
         if bframes is not None:
@@ -162,9 +163,9 @@ def make_video(
 # --------------------------------------------------------------------------- reading
 
 
-def decode_all(path: PathLike) -> List[np.ndarray]:
+def decode_all(path: PathLike) -> list[np.ndarray]:
     """Every frame of the first video stream, decoded sequentially, as RGB arrays (the reference)."""
-    frames: List[np.ndarray] = []
+    frames: list[np.ndarray] = []
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         stream.thread_count = 1
@@ -192,7 +193,7 @@ def header_frame_count(path: PathLike) -> int:
 # --------------------------------------------------------------------------- broken files
 
 
-def make_truncated(path: PathLike, source: Optional[PathLike] = None, num_frames: int = 30) -> Path:
+def make_truncated(path: PathLike, source: PathLike | None = None, num_frames: int = 30) -> Path:
     """An mp4 cut to half its bytes (the moov atom at the end is lost)."""
     path = Path(path)
     if source is None:
@@ -263,7 +264,7 @@ def _nal_packet(nal: bytes, length_prefixed: bool) -> bytes:
 def make_one_frame_too_many(
     path: PathLike,
     num_frames: int,
-    fps: Union[int, float, Fraction] = 10,
+    fps: int | float | Fraction = 10,
     tail: str = "eos",
     width: int = 64,
     height: int = 48,
@@ -309,7 +310,7 @@ def make_one_frame_too_many(
         )
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.thread_count = 1
-        packets: List[av.Packet] = []
+        packets: list[av.Packet] = []
         for index in range(num_frames):
             frame = av.VideoFrame.from_ndarray(draw_frame(index, width, height), format="rgb24")
             frame.pts, frame.time_base = index, 1 / rate
@@ -335,7 +336,7 @@ def make_one_frame_too_many(
     return path
 
 
-def decode_error_after(path: PathLike) -> Optional[str]:
+def decode_error_after(path: PathLike) -> str | None:
     """The FFmpeg error a plain sequential decode ends with (None when it ends cleanly)."""
     with av.open(str(path)) as container:
         try:
@@ -346,7 +347,7 @@ def decode_error_after(path: PathLike) -> Optional[str]:
     return None
 
 
-def frame_numbers(arrays: Sequence[np.ndarray]) -> List[int]:
+def frame_numbers(arrays: Sequence[np.ndarray]) -> list[int]:
     """The frame number of each array."""
     return [frame_number_of(array) for array in arrays]
 

@@ -1,5 +1,4 @@
-"""HELM clients added by helm-roboreward.
+"""Stable import paths of the package's HELM clients.
 
-Offline baselines, the in-process transformers client for Qwen3-VL and RoboReward (the official path), the
-OpenAI-compatible video client (vLLM) and the one-message Gemini client.
+Model deployment YAML records them; the implementations are in :mod:`helm_roboreward.helm_layer.clients`.
 """

@@ -1,0 +1,24 @@
+"""The package's HELM configuration files: model metadata and deployments (what ``prod_env/`` links to).
+
+A package only so that its place can be found without importing HELM (presentation code reads these files).
+"""
+
+import os
+
+MODEL_METADATA_FILE = "model_metadata.yaml"
+MODEL_DEPLOYMENTS_FILE = "model_deployments.yaml"
+
+
+def config_dir() -> str:
+    """The folder holding ``model_metadata.yaml`` and ``model_deployments.yaml``."""
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def helm_builtin_file(name: str) -> str:
+    """A file of HELM's own ``helm/config`` folder, located without importing HELM ('' when HELM is absent)."""
+    from importlib import metadata
+
+    try:
+        return str(metadata.distribution("crfm-helm").locate_file(f"helm/config/{name}"))
+    except metadata.PackageNotFoundError:
+        return ""

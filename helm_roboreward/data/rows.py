@@ -1,0 +1,359 @@
+"""Benchmark rows from ``<root>/test/metadata.jsonl``, validated, with their kind and source episode.
+
+A row becomes a :class:`Rollout` only when every field is valid and its video lies inside the
+data folder. Every problem is reported with the file, the line and the field, and what to do;
+all invalid rows are listed at once so a broken download is fixed in one go.
+"""
+
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from helm_roboreward.core.benchmark import MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
+
+REQUIRED_FIELDS = ("file_name", "task", "reward")
+MAX_REPORTED_PROBLEMS = 20
+
+NATURAL = "natural"
+CLIP = "clip"
+COUNTERFACTUAL = "counterfactual"
+ORIGINAL = "original"
+KINDS = (NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL)
+"""Augmentation kinds (docs/protocol.md, section 1); the dataset has no field for them, they are inferred."""
+
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+"""Unicode categories that draw nothing: controls, format characters (U+200B..U+200D, U+2060, U+FEFF, ...),
+spaces and line/paragraph separators."""
+
+_BLANK_CHARACTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+"""Characters of other categories that also render as nothing (combining grapheme joiner, Hangul fillers, ...)."""
+
+_JSON_WHITESPACE = " \t\r"
+"""What may surround a JSON value on one line (RFC 8259; a newline ends the line)."""
+
+_CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
+_ARENA_NAME = re.compile(r"^(?P<episode>.+_\d+)_(?:left|right)$")
+
+
+class DataError(ValueError):
+    """A problem with the benchmark data that the user must fix; the message says where and how."""
+
+
+@dataclass(frozen=True)
+class MetadataRow:
+    """One validated line of ``metadata.jsonl``."""
+
+    line: int
+    """1-based line number in the metadata file."""
+
+    file_name: str
+    """Path relative to the split folder: ``<subset>/<name>.mp4``."""
+
+    task: str
+    reward: int
+
+    @property
+    def subset(self) -> str:
+        """The subset id: the first path component of ``file_name``."""
+        return self.file_name.split("/", 1)[0]
+
+    @property
+    def stem(self) -> str:
+        """The file name without folders and extension."""
+        return os.path.splitext(self.file_name.rsplit("/", 1)[-1])[0]
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A benchmark row whose video was found: everything needed to build an instance."""
+
+    row: MetadataRow
+    video_path: str
+    """Absolute path of the mp4 on this machine."""
+
+    kind: str
+    """One of :data:`KINDS`."""
+
+    episode: str
+    """Source episode key: clips of one episode and camera views of one arena rollout share it."""
+
+    robot: str
+
+
+def infer_kind(row: MetadataRow) -> str:
+    """The augmentation kind of a row, following docs/protocol.md, section 1.
+
+    Natural subsets hold only natural rollouts; ``..._attempt_<n>_score_<k>`` names are temporal
+    clips; the remaining rows are counterfactual relabels when their reward is below 5 and original
+    successes otherwise.
+    """
+    if subset_info(row.subset).natural:
+        return NATURAL
+    if _CLIP_NAME.match(row.stem):
+        return CLIP
+    return COUNTERFACTUAL if row.reward < MAX_SCORE else ORIGINAL
+
+
+def episode_key(row: MetadataRow) -> str:
+    """The source-episode key used to cluster rows that share a rollout (before content hashing)."""
+    stem = row.stem
+    clip = _CLIP_NAME.match(stem)
+    if clip:
+        stem = clip.group("episode")
+    elif subset_info(row.subset).natural:
+        arena = _ARENA_NAME.match(stem)
+        if arena:
+            stem = arena.group("episode")
+    return f"{row.subset}/{stem}"
+
+
+def has_visible_character(text: str) -> bool:
+    """True when ``text`` holds at least one character that is drawn (not whitespace, not zero-width)."""
+    return any(
+        not character.isspace()
+        and character not in _BLANK_CHARACTERS
+        and unicodedata.category(character) not in _INVISIBLE_CATEGORIES
+        for character in text
+    )
+
+
+def jsonl_lines(text: str) -> list[str]:
+    r"""The lines of a JSON Lines text: split at "\n" only, one trailing "\r" dropped per line.
+
+    ``str.splitlines`` would also split at U+2028, U+2029, U+0085, \x1c..\x1e, \x0b and \x0c; JSON allows the
+    first three raw inside strings, so a task holding one would become two broken rows and shift every later
+    line number.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def metadata_path(root: str) -> str:
+    """The metadata file of the test split under a data root."""
+    return os.path.join(root, TEST_SPLIT, METADATA_FILE)
+
+
+def read_metadata(path: str) -> list[MetadataRow]:
+    """Read and validate a ``metadata.jsonl`` file.
+
+    Args:
+        path: The metadata file.
+
+    Returns:
+        The rows in file order.
+
+    Raises:
+        DataError: The file is missing, unreadable, empty, or has invalid rows (all are listed).
+    """
+    raw = _read_bytes(path)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        bad_line = raw[: error.start].count(b"\n") + 1
+        raise DataError(
+            f"{path}, line {bad_line}: not valid UTF-8 ({error.reason} at byte {error.start}). "
+            "Re-download the metadata or re-save it as UTF-8."
+        ) from None
+    rows: list[MetadataRow] = []
+    problems: list[str] = []
+    first_line_of: dict[str, int] = {}
+    for number, line in enumerate(jsonl_lines(text), start=1):
+        if not line.strip(_JSON_WHITESPACE):
+            continue
+        try:
+            row = _parse_row(line, number)
+        except DataError as problem:
+            problems.append(str(problem))
+            continue
+        if row.file_name in first_line_of:
+            problems.append(
+                f"line {number}, field 'file_name': {row.file_name!r} already appears on line "
+                f"{first_line_of[row.file_name]}; every row needs its own video file"
+            )
+            continue
+        first_line_of[row.file_name] = number
+        rows.append(row)
+    if problems:
+        raise DataError(_problem_report(path, problems))
+    if not rows:
+        raise DataError(f"{path}: no rows. The metadata file is empty; re-download the dataset.")
+    return rows
+
+
+def _read_bytes(path: str) -> bytes:
+    if not os.path.exists(path):
+        raise DataError(
+            f"{path}: metadata file not found. A data folder must contain {TEST_SPLIT}/{METADATA_FILE} "
+            f"and {TEST_SPLIT}/<subset>/*.mp4 (the layout of the Hugging Face dataset)."
+        )
+    if os.path.isdir(path):
+        raise DataError(f"{path}: is a folder, expected the metadata file {METADATA_FILE}.")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise DataError(f"{path}: cannot read the metadata file ({error.strerror}). Check its permissions.") from None
+
+
+def _problem_report(path: str, problems: list[str]) -> str:
+    shown = problems[:MAX_REPORTED_PROBLEMS]
+    more = len(problems) - len(shown)
+    lines = [f"{path}: {len(problems)} invalid row(s); fix or re-download the metadata file:"]
+    lines += [f"  {problem}" for problem in shown]
+    if more:
+        lines.append(f"  ... and {more} more")
+    return "\n".join(lines)
+
+
+def _parse_row(line: str, number: int) -> MetadataRow:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError(f"line {number}: not valid JSON ({error.msg}: column {error.colno})") from None
+    if not isinstance(record, dict):
+        raise DataError(f"line {number}: expected a JSON object, got {type(record).__name__}")
+    for field in REQUIRED_FIELDS:
+        if field not in record:
+            raise DataError(f"line {number}, field {field!r}: missing")
+    file_name, task, reward = record["file_name"], record["task"], record["reward"]
+    if not isinstance(file_name, str):
+        raise DataError(f"line {number}, field 'file_name': expected a string, got {type(file_name).__name__}")
+    _check_file_name(file_name, number)
+    if not isinstance(task, str) or not task:
+        raise DataError(f"line {number}, field 'task': expected a non-empty string, got {task!r}")
+    if not has_visible_character(task):
+        raise DataError(
+            f"line {number}, field 'task': has no visible characters ({task!r}: only whitespace or zero-width "
+            "characters such as U+200B or U+FEFF); write the robot's task instruction"
+        )
+    if isinstance(reward, bool) or not isinstance(reward, int):
+        raise DataError(f"line {number}, field 'reward': expected an integer {MIN_SCORE}..{MAX_SCORE}, got {reward!r}")
+    if not MIN_SCORE <= reward <= MAX_SCORE:
+        raise DataError(f"line {number}, field 'reward': {reward} is outside {MIN_SCORE}..{MAX_SCORE}")
+    return MetadataRow(line=number, file_name=file_name, task=task, reward=reward)
+
+
+def _check_file_name(file_name: str, number: int) -> None:
+    where = f"line {number}, field 'file_name'"
+    if file_name.startswith("/") or "\\" in file_name or re.match(r"^[A-Za-z]:", file_name):
+        raise DataError(f"{where}: {file_name!r} must be a relative path '<subset>/<name>.mp4'")
+    parts = file_name.split("/")
+    if len(parts) < 2 or any(part in ("", ".", "..") for part in parts):
+        raise DataError(
+            f"{where}: {file_name!r} must be '<subset>/<name>.mp4' inside the split folder "
+            "(no empty, '.' or '..' components)"
+        )
+    if "\x00" in file_name:
+        raise DataError(f"{where}: contains a NUL character")
+
+
+def select_rows(rows: Sequence[MetadataRow], subsets: Sequence[str] | None, source: str) -> list[MetadataRow]:
+    """Keep the rows of the requested subsets (all when ``subsets`` is None).
+
+    Raises:
+        DataError: A requested subset has no rows in this data; the message lists the available ones.
+    """
+    if subsets is None:
+        return list(rows)
+    available = sorted({row.subset for row in rows})
+    missing = [subset for subset in subsets if subset not in available]
+    if missing:
+        raise DataError(
+            f"subset {', '.join(repr(s) for s in missing)} not found in {source}. "
+            f"Available subsets: {', '.join(available)}. Use subset=all (roboreward prepare: --subset all) for "
+            "every subset."
+        )
+    wanted = set(subsets)
+    return [row for row in rows if row.subset in wanted]
+
+
+def locate_video(split_dir: str, row: MetadataRow, trusted_root: str | None = None) -> str:
+    """The absolute path of a row's video, checked to exist and to stay inside the data.
+
+    Args:
+        split_dir: The split folder (``<root>/test``).
+        row: The row.
+        trusted_root: Folder that symlink targets must stay in; defaults to ``split_dir``. The
+            Hugging Face cache links snapshot files to blobs, so it passes the repository cache folder.
+
+    Raises:
+        DataError: The video is missing, a folder or another non-regular file, empty, or resolves outside the data.
+    """
+    path = os.path.join(split_dir, *row.file_name.split("/"))
+    where = f"{os.path.join(split_dir, METADATA_FILE)}, line {row.line}, field 'file_name'"
+    real = os.path.realpath(path)
+    root = os.path.realpath(trusted_root or split_dir)
+    if os.path.commonpath([real, root]) != root:
+        raise DataError(f"{where}: {row.file_name!r} resolves to {real}, outside the data folder {root}. "
+                        "Replace the link with the file itself.")
+    if not os.path.exists(real):
+        raise DataError(f"{where}: video {path} not found. Re-download the subset {row.subset!r}.")
+    if os.path.isdir(real):
+        raise DataError(
+            f"{where}: {path} is a folder, not a video file (not a regular file). Replace it with the mp4 the row "
+            f"names (Re-download the subset {row.subset!r}), or remove the row from {METADATA_FILE}."
+        )
+    if not os.path.isfile(real):
+        raise DataError(
+            f"{where}: {path} is not a regular file (a device, socket or pipe). Replace it with the mp4 the row "
+            f"names (Re-download the subset {row.subset!r}), or remove the row from {METADATA_FILE}."
+        )
+    if os.path.getsize(real) == 0:
+        raise DataError(f"{where}: video {path} is empty (0 bytes). Re-download the subset {row.subset!r}.")
+    return real
+
+
+def collect_rollouts(
+    root: str, subsets: Sequence[str] | None, source: str, trusted_root: str | None = None
+) -> tuple[list[Rollout], list[str]]:
+    """Read and validate the metadata, then locate every row's video, keeping going past bad videos.
+
+    Args:
+        root: The data root holding ``test/metadata.jsonl``.
+        subsets: Subset ids, or None for all.
+        source: How the data was chosen (for messages), e.g. ``data=sample``.
+        trusted_root: See :func:`locate_video`.
+
+    Returns:
+        The rollouts whose video was found, in metadata order, and one message per row whose video
+        was not (missing, empty, outside the data folder).
+
+    Raises:
+        DataError: The metadata itself is invalid (every invalid row is listed).
+    """
+    split_dir = os.path.join(root, TEST_SPLIT)
+    rows = select_rows(read_metadata(metadata_path(root)), subsets, source)
+    rollouts: list[Rollout] = []
+    problems: list[str] = []
+    for row in rows:
+        try:
+            path = locate_video(split_dir, row, trusted_root)
+        except DataError as problem:
+            problems.append(str(problem))
+            continue
+        rollouts.append(
+            Rollout(row=row, video_path=path, kind=infer_kind(row), episode=episode_key(row),
+                    robot=subset_info(row.subset).robot)
+        )
+    return rollouts, problems
+
+
+def load_rollouts(
+    root: str, subsets: Sequence[str] | None, source: str, trusted_root: str | None = None
+) -> list[Rollout]:
+    """Like :func:`collect_rollouts`, but any missing or unusable video is an error.
+
+    Raises:
+        DataError: Anything invalid; every bad row is listed.
+    """
+    rollouts, problems = collect_rollouts(root, subsets, source, trusted_root)
+    if problems:
+        shown = problems[:MAX_REPORTED_PROBLEMS]
+        extra = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        raise DataError(f"{len(problems)} video problem(s) in {source}:\n" + "\n".join(shown) + extra)
+    return rollouts

@@ -1,0 +1,216 @@
+"""Registering the package's model metadata and deployments with HELM, without duplicates."""
+
+import dataclasses
+import fnmatch
+import functools
+import os
+
+import cattrs
+import dacite
+import yaml
+from helm.benchmark.model_deployment_registry import (
+    ALL_MODEL_DEPLOYMENTS,
+    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
+    ClientSpec,
+    ModelDeployment,
+    ModelDeployments,
+    register_model_deployment,
+)
+from helm.benchmark.model_metadata_registry import (
+    MODEL_NAME_TO_MODEL_METADATA,
+    ModelMetadataList,
+    register_model_metadata,
+)
+
+from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, MODEL_METADATA_FILE, config_dir
+
+HELM_GEMINI_CLIENT = "helm.clients.google_genai_client.GoogleGenAIClient"
+ONE_MESSAGE_GEMINI_CLIENT = "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient"
+TRANSFORMERS_CLIENT = "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"
+OPENAI_VIDEO_CLIENT = "helm_roboreward.clients.openai_video_client.OpenAIVideoClient"
+
+OFFICIAL = "official"
+LAYOUT_OPTION = "layout"
+ONE_MESSAGE = "one_message"
+LAYOUTS = (OFFICIAL, ONE_MESSAGE)
+"""``layout=official``: each client's own official message layout (HELM's Gemini client: one user turn per
+part); ``layout=one_message``: Gemini gets text and video in one user message (a departure)."""
+
+DECODING_OPTION = "decoding"
+GREEDY = "greedy"
+DECODINGS = (OFFICIAL, GREEDY)
+"""``decoding=official``: Qwen3-VL, RoboReward and Qwen2.5-VL sample with their checkpoint's generation config
+(the official client passed only ``max_new_tokens``), every other model decodes at temperature 0;
+``decoding=greedy``: the checkpoint-sampling families decode greedily too (a departure)."""
+
+CHECKPOINT_DECODING = "checkpoint"
+"""The ``decoding`` client argument of deployments that sample with the checkpoint's generation config."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DeploymentVariant:
+    """A named departure served by a twin of a deployment (same model and credentials, own client or args)."""
+
+    option: str
+    """Run-entry argument that asks for it (``layout``, ``decoding``)."""
+
+    value: str
+    """The argument's value (``one_message``, ``greedy``)."""
+
+    suffix: str
+    """Twin name = deployment name + suffix."""
+
+    def applies_to(self, deployment: ModelDeployment) -> bool:
+        """True when ``deployment`` is one this variant has a twin of."""
+        client = deployment.client_spec
+        if self.option == LAYOUT_OPTION:
+            return client.class_name == HELM_GEMINI_CLIENT and _is_gemini(deployment.model_name or "")
+        return client.class_name in (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT) and (
+            client.args.get("decoding") == CHECKPOINT_DECODING)
+
+    def twin(self, deployment: ModelDeployment) -> ModelDeployment:
+        """The twin deployment of ``deployment``."""
+        args = dict(deployment.client_spec.args)
+        class_name = deployment.client_spec.class_name
+        if self.option == LAYOUT_OPTION:
+            class_name = ONE_MESSAGE_GEMINI_CLIENT
+        else:
+            args["decoding"] = GREEDY
+        return dataclasses.replace(deployment, name=deployment.name + self.suffix,
+                                   client_spec=ClientSpec(class_name=class_name, args=args))
+
+    def describes(self, deployment: ModelDeployment) -> bool:
+        """True when ``deployment`` (a twin, or a deployment of the user's) already serves this variant."""
+        client = deployment.client_spec
+        if self.option == LAYOUT_OPTION:
+            return client.class_name == ONE_MESSAGE_GEMINI_CLIENT
+        return client.class_name in (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT) and client.args.get("decoding") == GREEDY
+
+
+VARIANTS = (
+    DeploymentVariant(LAYOUT_OPTION, ONE_MESSAGE, "-one-message"),
+    DeploymentVariant(DECODING_OPTION, GREEDY, "-greedy"),
+)
+"""Every departure served by twin deployments; the run name shows ``<option>=<value>`` when one is used."""
+
+GEMINI_TWIN_SUFFIX = VARIANTS[0].suffix
+"""``google/gemini-2.5-pro`` -> ``google/gemini-2.5-pro-one-message`` (same host, so the same credentials)."""
+
+
+def register_package_models() -> list[str]:
+    """Register the package's models and deployments that HELM does not know yet.
+
+    HELM registers ``--local-path`` configuration before it imports plugins; registering the same
+    model twice would list it twice under ``model=vlm``, so known names are skipped.
+
+    Returns:
+        The names newly registered (models and deployments).
+    """
+    added: list[str] = []
+    with open(os.path.join(config_dir(), MODEL_METADATA_FILE), encoding="utf-8") as handle:
+        metadata = dacite.from_dict(ModelMetadataList, yaml.safe_load(handle))
+    for model in metadata.models:
+        if model.name not in MODEL_NAME_TO_MODEL_METADATA:
+            register_model_metadata(model)
+            added.append(model.name)
+    for deployment in _package_deployments():
+        if deployment.model_name not in MODEL_NAME_TO_MODEL_METADATA:
+            # A HELM built-in model whose metadata is not loaded yet (HELM would invent placeholder metadata
+            # and list the model twice later); helm-run always loads the built-ins before plugins.
+            continue
+        if deployment.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+            register_model_deployment(deployment)
+            added.append(deployment.name)
+    added += register_variant_twins()
+    keep_helm_defaults()
+    return added
+
+
+def register_variant_twins() -> list[str]:
+    """Register the twins of every deployment a :data:`VARIANTS` entry applies to (idempotent).
+
+    A twin has the same model, settings and credentials as its deployment, with the variant's client or
+    client arguments; its client caches apart where the cache key would not tell the variants apart.
+
+    Returns:
+        The names added.
+    """
+    added: list[str] = []
+    for deployment in list(ALL_MODEL_DEPLOYMENTS):
+        for variant in VARIANTS:
+            if not variant.applies_to(deployment):
+                continue
+            twin = variant.twin(deployment)
+            if twin.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+                register_model_deployment(twin)
+                added.append(twin.name)
+    return added
+
+
+def variant_of(deployment_name: str, option: str, value: str) -> str | None:
+    """The deployment serving ``option=value`` for ``deployment_name``: its twin, itself, or None if it has none.
+
+    Returns ``deployment_name`` itself for the official value, and for a deployment that already serves the
+    variant (a twin, or one of the user's configured the same way).
+    """
+    if value == OFFICIAL:
+        return deployment_name
+    variant = next(v for v in VARIANTS if v.option == option and v.value == value)
+    deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment_name)
+    if deployment is None:
+        return None
+    if variant.describes(deployment):
+        return deployment_name
+    if not variant.applies_to(deployment):
+        return None
+    twin = deployment_name + variant.suffix
+    return twin if twin in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT else None
+
+
+def variants_served(deployment_name: str) -> list[DeploymentVariant]:
+    """The departures a deployment serves (what its run name must show)."""
+    deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment_name)
+    return [] if deployment is None else [v for v in VARIANTS if v.describes(deployment)]
+
+
+def _is_gemini(model: str) -> bool:
+    return fnmatch.fnmatchcase(model.lower(), "google/gemini*")
+
+
+@functools.lru_cache(maxsize=1)
+def _package_deployments() -> list[ModelDeployment]:
+    with open(os.path.join(config_dir(), MODEL_DEPLOYMENTS_FILE), encoding="utf-8") as handle:
+        return list(cattrs.structure(yaml.safe_load(handle), ModelDeployments).model_deployments)
+
+
+def preferred_deployment(model: str) -> str | None:
+    """The package's deployment a ``roboreward`` run of ``model`` uses by default, if it has one.
+
+    The first deployment of the model in the package's ``model_deployments.yaml``: the official in-process
+    transformers path for Qwen3-VL and RoboReward, vLLM for Qwen2.5-VL and Llama 4 (HELM deploys those on
+    local transformers or Together/Vertex; the official setup served open models itself). Gemini keeps
+    HELM's own deployment (the official numbers came from it), so there is no preference and HELM's default
+    applies. HELM's own default stays untouched for every other benchmark (:func:`keep_helm_defaults`).
+    """
+    for deployment in _package_deployments():
+        if deployment.model_name == model and deployment.name in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+            return deployment.name
+    return None
+
+
+def keep_helm_defaults() -> None:
+    """Order the deployments so that installing the plugin changes no model's default deployment in HELM.
+
+    HELM's default deployment for a model is the last one registered. Twins (:data:`VARIANTS`) go first, so
+    a named departure is never anybody's default; then the package's deployments of models HELM also deploys
+    (registered by this plugin or through ``--local-path prod_env``), so HELM's own stays the default for
+    every other benchmark. The relative order is otherwise kept.
+    """
+    ours = {deployment.name for deployment in _package_deployments()}
+    twins = [d for d in ALL_MODEL_DEPLOYMENTS if any(d.name.endswith(v.suffix) and v.describes(d) for v in VARIANTS)]
+    twin_names = {d.name for d in twins}
+    theirs = {d.model_name for d in ALL_MODEL_DEPLOYMENTS if d.name not in ours and d.name not in twin_names}
+    moved = [d for d in ALL_MODEL_DEPLOYMENTS if d.name in ours and d.model_name in theirs]
+    moved_names = {d.name for d in moved}
+    rest = [d for d in ALL_MODEL_DEPLOYMENTS if d.name not in twin_names and d.name not in moved_names]
+    ALL_MODEL_DEPLOYMENTS[:] = twins + moved + rest

@@ -1,0 +1,264 @@
+"""From a suite's rows to the report's numbers; no I/O.
+
+Macro MAE with intervals, pairwise differences, per-subset MAEs, failure modes, confusion matrices.
+"""
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+
+from helm_roboreward.core.benchmark import (
+    MAX_SCORE,
+    MIN_SCORE,
+    OFFICIAL_SUBSET_IDS,
+    SAMPLE_SUBSET_IDS,
+    subset_info,
+)
+from helm_roboreward.presentation.report.bootstrap import (
+    Interval,
+    PairedDifference,
+    SubsetSample,
+    bootstrap_macro_mae,
+    bootstrap_paired_differences,
+    cluster_ids,
+)
+from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
+
+SCORES = list(range(MIN_SCORE, MAX_SCORE + 1))
+CONFUSION_COLUMNS = [str(score) for score in SCORES] + ["other", "invalid"]
+"""Predicted-score columns: 1..5, ``other`` (parsed but not an integer 1..5, e.g. 0 or 3.5), ``invalid``."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Bootstrap settings and the rule for subsets too small to separate models."""
+
+    resamples: int = 2000
+    seed: int = 0
+    confidence: float = 0.95
+    min_clusters: int = 30
+    """Fewer clusters than this: too small (the bootstrap distribution is too coarse to trust)."""
+
+    max_half_width: float = 0.25
+    """A model's subset-MAE interval half-width above this: too small (spans 0.5 MAE, more than most gaps)."""
+
+
+@dataclass(frozen=True)
+class SubsetSummary:
+    """One subset present in the suite."""
+
+    id: str
+    display_name: str
+    num_rows: int
+    """Distinct instances with an error for at least one model."""
+
+    num_clusters: int
+    too_small: str | None
+    """Why the subset is too small to separate models, or None."""
+
+
+@dataclass(frozen=True)
+class FailureModes:
+    """Counts behind the failure-mode rates of one model (over all its rows)."""
+
+    rows: int
+    failed_requests: int
+    answered: int
+    invalid_outputs: int
+    exact_matches: int
+    answered_gold_below_max: int
+    false_successes: int
+    """Predicted 5 although gold < 5."""
+
+    answered_gold_max: int
+    missed_successes: int
+    """Gold 5 but not predicted 5 (an invalid answer counts as missed)."""
+
+    signed_bias: float | None
+    """Mean predicted - gold over parsed answers (positive: over-rewarding)."""
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """Everything the report shows about one model."""
+
+    model: str
+    display_name: str
+    macro: Interval | None
+    subset_mae: dict[str, Interval]
+    subset_rows: dict[str, int]
+    missing_subsets: list[str]
+    """Subsets of the suite for which the model has no error."""
+
+    failures: FailureModes
+    confusion: np.ndarray
+    """Counts, gold 1..5 (rows) by :data:`CONFUSION_COLUMNS`; failed requests excluded."""
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    """The paired comparison of two models (first is the better-ranked one)."""
+
+    first: str
+    """Display name of the first model."""
+
+    second: str
+    first_model: str
+    """Model name of the first model."""
+
+    second_model: str
+    difference: PairedDifference
+
+
+@dataclass
+class ReportData:
+    """The report's content."""
+
+    suite: str
+    settings: Settings
+    subsets: list[SubsetSummary]
+    models: list[ModelSummary]
+    """Ranked by macro MAE (lower first)."""
+
+    pairs: list[PairSummary]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def subset_order(subsets: Sequence[str]) -> list[str]:
+    """Official leaderboard order, then the sample's order, then any other subset alphabetically."""
+    known = OFFICIAL_SUBSET_IDS + SAMPLE_SUBSET_IDS
+    rank = {subset: index for index, subset in enumerate(known)}
+    return sorted(set(subsets), key=lambda subset: (rank.get(subset, len(known)), subset))
+
+
+def _subset_sample(subset: str, rows_per_model: list[list[InstanceRow]]) -> SubsetSample:
+    """The subset's error matrix over the union of the models' rows, with the rows' clusters."""
+    index: dict[str, int] = {}
+    episodes: list[str] = []
+    hashes: list[str] = []
+    for rows in rows_per_model:
+        for row in rows:
+            if row.instance_id not in index:
+                index[row.instance_id] = len(index)
+                episodes.append(row.episode)
+                hashes.append(row.video_sha256)
+    errors = np.full((len(index), len(rows_per_model)), np.nan)
+    for column, rows in enumerate(rows_per_model):
+        for row in rows:
+            errors[index[row.instance_id], column] = row.abs_error
+    return SubsetSample(subset, cluster_ids(episodes, hashes), errors)
+
+
+def _too_small(sample: SubsetSample, intervals: Sequence[Interval | None], settings: Settings) -> str | None:
+    reasons = []
+    if sample.num_clusters < settings.min_clusters:
+        reasons.append(f"{sample.num_clusters} clusters < {settings.min_clusters}")
+    widths = [item.half_width for item in intervals if item is not None and np.isfinite(item.half_width)]
+    if widths and max(widths) > settings.max_half_width:
+        reasons.append(f"CI half-width up to {max(widths):.2f} > {settings.max_half_width:g}")
+    return "; ".join(reasons) or None
+
+
+def failure_modes(rows: Sequence[InstanceRow]) -> FailureModes:
+    """The failure-mode counts of one model's rows (failed requests counted, then left out of the rest)."""
+    answered = [row for row in rows if not row.failed_request and row.gold is not None]
+    parsed = [row for row in answered if not row.invalid_output and row.predicted is not None]
+    below = [row for row in answered if row.gold is not None and row.gold < MAX_SCORE]
+    at_max = [row for row in answered if row.gold == MAX_SCORE]
+    signed = [row.predicted - row.gold for row in parsed if row.predicted is not None and row.gold is not None]
+    return FailureModes(
+        rows=len(rows),
+        failed_requests=sum(row.failed_request for row in rows),
+        answered=len(answered),
+        invalid_outputs=sum(row.invalid_output for row in answered),
+        exact_matches=sum(row.predicted == row.gold for row in parsed),
+        answered_gold_below_max=len(below),
+        false_successes=sum(row.predicted == MAX_SCORE for row in below),
+        answered_gold_max=len(at_max),
+        missed_successes=sum(row.invalid_output or row.predicted != MAX_SCORE for row in at_max),
+        signed_bias=float(np.mean(signed)) if signed else None,
+    )
+
+
+def confusion_matrix(rows: Sequence[InstanceRow]) -> np.ndarray:
+    """Gold 1..5 (rows) by predicted :data:`CONFUSION_COLUMNS`; failed requests and rows without gold excluded."""
+    matrix = np.zeros((len(SCORES), len(CONFUSION_COLUMNS)), dtype=np.int64)
+    for row in rows:
+        if row.failed_request or row.gold not in SCORES:
+            continue
+        if row.invalid_output or row.predicted is None:
+            column = len(CONFUSION_COLUMNS) - 1
+        elif row.predicted in SCORES:
+            column = SCORES.index(int(row.predicted))
+        else:
+            column = len(SCORES)
+        matrix[SCORES.index(int(row.gold or 0)), column] += 1
+    return matrix
+
+
+def _model_summaries(
+    models: list[ModelRows], subsets: list[str], samples: list[SubsetSample], settings: Settings
+) -> list[ModelSummary]:
+    result = bootstrap_macro_mae(samples, settings.resamples, settings.seed, settings.confidence)
+    summaries = []
+    for column, model in enumerate(models):
+        subset_mae = {subset: result.subsets[s][column] for s, subset in enumerate(subsets)}
+        present = {subset: interval for subset, interval in subset_mae.items() if interval is not None}
+        summaries.append(ModelSummary(
+            model=model.model,
+            display_name=model.display_name,
+            macro=result.macro[column] if result.macro else None,
+            subset_mae=present,
+            subset_rows={subset: int(np.sum(~np.isnan(samples[s].errors[:, column]))) for s, subset in
+                         enumerate(subsets)},
+            missing_subsets=[subset for subset in subsets if subset not in present],
+            failures=failure_modes(model.rows),
+            confusion=confusion_matrix(model.rows),
+        ))
+    return summaries
+
+
+def _rank_key(summary: ModelSummary) -> tuple[float, str]:
+    macro = summary.macro.estimate if summary.macro is not None else float("inf")
+    return (macro, summary.display_name)
+
+
+def analyse(suite: SuiteRows, settings: Settings) -> ReportData:
+    """Compute the report's numbers.
+
+    Args:
+        suite: The loaded rows of every model.
+        settings: Bootstrap settings and the too-small rule.
+
+    Returns:
+        Models ranked by macro MAE, their subset MAEs, pairwise differences, failure modes.
+    """
+    by_subset: dict[str, list[list[InstanceRow]]] = defaultdict(lambda: [[] for _ in suite.models])
+    for column, model in enumerate(suite.models):
+        for row in model.rows:
+            if row.abs_error is not None:
+                by_subset[row.subset][column].append(row)
+    subsets = subset_order(list(by_subset))
+    samples = [_subset_sample(subset, by_subset[subset]) for subset in subsets]
+    summaries = _model_summaries(suite.models, subsets, samples, settings)
+    subset_summaries = [
+        SubsetSummary(subset, subset_info(subset).display_name, sample.errors.shape[0], sample.num_clusters,
+                      _too_small(sample, [model.subset_mae.get(subset) for model in summaries], settings))
+        for subset, sample in zip(subsets, samples, strict=True)
+    ]
+    order = sorted(range(len(summaries)), key=lambda column: _rank_key(summaries[column]))
+    pairs = list(combinations(order, 2))
+    differences = bootstrap_paired_differences(samples, pairs, settings.resamples, settings.seed,
+                                               settings.confidence)
+    pair_summaries = [
+        PairSummary(summaries[a].display_name, summaries[b].display_name, summaries[a].model, summaries[b].model,
+                    difference)
+        for (a, b), difference in zip(pairs, differences, strict=True)
+        if difference is not None
+    ]
+    return ReportData(suite.suite, settings, subset_summaries, [summaries[column] for column in order],
+                      pair_summaries, list(suite.warnings), list(suite.notes))

@@ -1,0 +1,320 @@
+"""Reading a suite's RoboReward runs: one row per instance with its error, labels and cluster keys.
+
+Reads, per run folder under ``<output-path>/runs/<suite>/``: ``run_spec.json`` (scenario class,
+model), ``per_instance_stats.json`` (errors, scores, flags), ``stats.json`` (cross-check of the
+per-subset MAEs) and the instances' ``extra_data`` from ``instances.json`` (written by
+helm-summarize) or else ``scenario_state.json`` (written by helm-run).
+"""
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from helm_roboreward.core.record import InstanceRecord
+from helm_roboreward.core.stats import subset_mae
+from helm_roboreward.media.paths import is_inside
+from helm_roboreward.presentation.report.errors import ReportError
+
+SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
+UNKNOWN_SUBSET = "unknown"
+MAE_TOLERANCE = 1e-9
+MAX_LISTED = 5
+
+
+@dataclass(frozen=True)
+class InstanceRow:
+    """One instance of one model's run."""
+
+    instance_id: str
+    subset: str
+    robot: str
+    kind: str
+    episode: str
+    """Source-episode key (clips and camera views of one rollout share it)."""
+
+    video_sha256: str
+    """Content hash of the video (counterfactual relabels of one video share it)."""
+
+    gold: float | None
+    predicted: float | None
+    """Parsed score; None when unparseable or when the request failed."""
+
+    abs_error: float | None
+    """None when the request failed and the run left it out (``failed=skip``; officially it costs 4.0)."""
+
+    invalid_output: bool
+    failed_request: bool
+
+
+@dataclass(frozen=True)
+class Run:
+    """The rows of one usable run."""
+
+    name: str
+    model: str
+    finished: float
+    """Modification time of its ``stats.json``: which of two overlapping runs is the latest."""
+
+    rows: tuple[InstanceRow, ...]
+    settings: str = ""
+    """The run entry's options other than subset and model (from the run name), e.g. ``data=sample,video=frames``."""
+
+    @property
+    def subsets(self) -> list[str]:
+        """The subsets its rows belong to."""
+        return sorted({row.subset for row in self.rows})
+
+
+@dataclass
+class ModelRows:
+    """Every row of one model across the suite, one run per subset."""
+
+    model: str
+    display_name: str
+    rows: list[InstanceRow]
+    run_of_subset: dict[str, str]
+
+
+@dataclass
+class SuiteRows:
+    """What the report is computed from."""
+
+    suite: str
+    models: list[ModelRows]
+    warnings: list[str] = field(default_factory=list)
+    """Runs skipped or inconsistent: shown at the top of the report."""
+
+    notes: list[str] = field(default_factory=list)
+    """Overlapping runs and which one was used."""
+
+
+class _UnusableRunError(Exception):
+    """A run that cannot be read; the message says why."""
+
+
+def _listing(names: list[str]) -> str:
+    shown = ", ".join(names[:MAX_LISTED])
+    return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
+
+
+def _read_json(path: str) -> Any:
+    if not is_inside(path, os.path.dirname(path)):  # a link in a run folder is never followed out of it
+        raise _UnusableRunError(f"{os.path.basename(path)} is a link to {os.path.realpath(path)}, outside its run "
+                                "folder; replace it with the file helm-run wrote")
+    if not os.path.isfile(path):
+        raise _UnusableRunError(f"no {os.path.basename(path)} (unfinished run?)")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        raise _UnusableRunError(f"{os.path.basename(path)} is unreadable ({error})") from error
+
+
+def suite_directory(output_path: str, suite: str) -> str:
+    """The suite's runs folder; a missing one is a :class:`ReportError` that lists the suites there are."""
+    runs_dir = os.path.join(output_path, "runs")
+    suite_dir = os.path.join(runs_dir, suite)
+    if os.path.isdir(suite_dir):
+        return suite_dir
+    if not os.path.isdir(runs_dir):
+        raise ReportError(f"no suite {suite!r}: {runs_dir} does not exist (pass helm-run's -o as --output-path)")
+    suites = sorted(name for name in os.listdir(runs_dir) if os.path.isdir(os.path.join(runs_dir, name)))
+    available = _listing(suites) if suites else "none"
+    raise ReportError(f"no suite {suite!r} in {runs_dir}; available suites: {available}")
+
+
+def _stat_means(stats: Any) -> dict[str, float]:
+    """``name -> mean`` of the unperturbed stats of a stats list."""
+    means: dict[str, float] = {}
+    for stat in stats if isinstance(stats, list) else []:
+        name = stat.get("name", {}) if isinstance(stat, dict) else {}
+        if name.get("perturbation") is None and stat.get("count"):
+            means[str(name.get("name"))] = float(stat["sum"]) / float(stat["count"])
+    return means
+
+
+def _instances_by_id(run_dir: str) -> dict[str, dict[str, Any]]:
+    """The run's instances (as JSON) by id, from instances.json or else scenario_state.json."""
+    path = os.path.join(run_dir, "instances.json")
+    if os.path.isfile(path):
+        instances = _read_json(path)
+    else:
+        state = _read_json(os.path.join(run_dir, "scenario_state.json"))
+        states = state.get("request_states", []) if isinstance(state, dict) else []
+        instances = [request_state.get("instance", {}) for request_state in states]
+    return {str(item.get("id")): item for item in instances if isinstance(item, dict)}
+
+
+def _gold_of(instance: dict[str, Any]) -> float | None:
+    for reference in instance.get("references", []):
+        if "correct" in reference.get("tags", []):
+            try:
+                return float(reference["output"]["text"])
+            except (KeyError, TypeError, ValueError):
+                return None
+    return None
+
+
+def _row(instance_id: str, means: dict[str, float], instance: dict[str, Any], default_subset: str) -> InstanceRow:
+    record = InstanceRecord.from_extra_data(instance.get("extra_data"))
+    abs_error = means.get("abs_error")
+    gold = means.get("gold_score", _gold_of(instance))
+    return InstanceRow(
+        instance_id=instance_id,
+        subset=record.subset or default_subset,
+        robot=record.robot,
+        kind=record.kind,
+        episode=record.episode,
+        video_sha256=record.video_sha256,
+        gold=gold,
+        predicted=means.get("predicted_score"),
+        abs_error=abs_error,
+        invalid_output=means.get("invalid_output", 0.0) > 0,
+        failed_request=means.get("failed_request", 1.0 if abs_error is None else 0.0) > 0,
+    )
+
+
+def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
+    """One run's rows and its consistency warnings; raises :class:`_UnusableRunError`."""
+    name = os.path.basename(run_dir)
+    stats = _read_json(os.path.join(run_dir, "stats.json"))
+    per_instance = _read_json(os.path.join(run_dir, "per_instance_stats.json"))
+    if not isinstance(per_instance, list) or not per_instance:
+        raise _UnusableRunError("per_instance_stats.json holds no instances")
+    instances = _instances_by_id(run_dir)
+    default_subset = str(run_spec.get("scenario_spec", {}).get("args", {}).get("subset", UNKNOWN_SUBSET))
+    default_subset = UNKNOWN_SUBSET if default_subset == "all" else default_subset
+    rows: dict[str, InstanceRow] = {}
+    for entry in per_instance:
+        if not isinstance(entry, dict) or entry.get("perturbation") is not None:
+            continue
+        instance_id = str(entry.get("instance_id"))
+        if instance_id not in rows:
+            means = _stat_means(entry.get("stats"))
+            rows[instance_id] = _row(instance_id, means, instances.get(instance_id, {}), default_subset)
+    model = str(run_spec.get("adapter_spec", {}).get("model", "unknown"))
+    finished = os.path.getmtime(os.path.join(run_dir, "stats.json"))
+    run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)))
+    missing = len(set(rows) - set(instances))
+    warnings = [f"run {name}: {missing} instance(s) have no instance data (subset taken from the run spec)"]
+    warnings = warnings if missing else []
+    return run, warnings + _mismatches(run, _stat_means(stats))
+
+
+def _settings(run_name: str) -> str:
+    """``roboreward:subset=a,data=sample,video=frames,model=m`` -> ``data=sample,video=frames``."""
+    options = run_name.split(":", 1)[-1].split(",")
+    return ",".join(option for option in options if not option.startswith(("subset=", "model=")))
+
+
+def _mismatches(run: Run, run_means: dict[str, float]) -> list[str]:
+    """Subsets whose MAE recomputed from per-instance errors differs from the run's stats.json."""
+    warnings = []
+    for subset in run.subsets:
+        errors = [row.abs_error for row in run.rows if row.subset == subset and row.abs_error is not None]
+        recorded = run_means.get(subset_mae(subset))
+        if errors and recorded is not None and abs(sum(errors) / len(errors) - recorded) > MAE_TOLERANCE:
+            warnings.append(f"run {run.name}: subset {subset} MAE from per-instance stats "
+                            f"{sum(errors) / len(errors):.6f} differs from stats.json {recorded:.6f}")
+    return warnings
+
+
+def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str]]:
+    """The usable RoboReward runs of a suite and the warnings about the others."""
+    found, roboreward_dirs, foreign = [], [], []
+    unreadable: list[str] = []
+    for name in sorted(os.listdir(suite_dir)):
+        run_dir = os.path.join(suite_dir, name)
+        if not os.path.isfile(os.path.join(run_dir, "run_spec.json")):
+            continue
+        found.append(name)
+        if not is_inside(run_dir, suite_dir):
+            unreadable.append(f"run {name} skipped: its folder is a link to {os.path.realpath(run_dir)}, outside "
+                              f"the suite folder {suite_dir}; copy the run folder itself")
+            continue
+        try:
+            run_spec = _read_json(os.path.join(run_dir, "run_spec.json"))
+        except _UnusableRunError as reason:
+            unreadable.append(f"run {name} skipped: {reason}")
+            continue
+        scenario_spec = run_spec.get("scenario_spec") if isinstance(run_spec, dict) else None
+        if isinstance(scenario_spec, dict) and scenario_spec.get("class_name") == SCENARIO_CLASS:
+            roboreward_dirs.append((run_dir, run_spec))
+        elif name.startswith("roboreward:"):
+            unreadable.append(f"run {name} skipped: its run_spec.json does not name the scenario {SCENARIO_CLASS}")
+        else:
+            foreign.append(name)
+    if not roboreward_dirs:
+        runs_found = _listing(found) if found else "none"
+        reasons = f" ({'; '.join(unreadable[:MAX_LISTED])})" if unreadable else ""
+        raise ReportError(f"suite {suite!r} has no RoboReward runs (scenario {SCENARIO_CLASS}); runs found: "
+                          f"{runs_found}{reasons}")
+    runs: list[Run] = []
+    warnings: list[str] = list(unreadable)
+    if foreign:
+        warnings.append(f"{len(foreign)} run(s) of other benchmarks ignored: {_listing(foreign)}")
+    for run_dir, run_spec in roboreward_dirs:
+        try:
+            run, run_warnings = _read_run(run_dir, run_spec)
+        except _UnusableRunError as reason:
+            warnings.append(f"run {os.path.basename(run_dir)} skipped: {reason}")
+            continue
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
+            warnings.append(f"run {os.path.basename(run_dir)} skipped: malformed stats or instances "
+                            f"({type(error).__name__}: {error})")
+            continue
+        runs.append(run)
+        warnings += run_warnings
+    if not runs:
+        raise ReportError(f"none of the {len(roboreward_dirs)} RoboReward runs of suite {suite!r} is usable: "
+                          + "; ".join(warnings[:MAX_LISTED]))
+    return runs, warnings
+
+
+def _latest_per_subset(runs: list[Run], display_names: dict[str, str]) -> tuple[list[ModelRows], list[str]]:
+    """Per model and subset, the rows of the latest run that covers the subset; notes on the runs left out."""
+    by_model: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        by_model[run.model].append(run)
+    models, notes = [], []
+    for model, model_runs in sorted(by_model.items()):
+        chosen: dict[str, Run] = {}
+        superseded: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for run in sorted(model_runs, key=lambda item: (item.finished, item.name), reverse=True):
+            for subset in run.subsets:
+                if subset in chosen:
+                    superseded[(chosen[subset].name, run.name)].append(subset)
+                else:
+                    chosen[subset] = run
+        for (used, ignored), subsets in superseded.items():
+            notes.append(f"{model}: runs {used} and {ignored} both cover {_listing(subsets)}; "
+                         f"the latest ({used}) is used")
+        settings = sorted({run.settings for run in chosen.values()})
+        if len(settings) > 1:
+            notes.append(f"{model}: its subsets come from runs with different settings ({_listing(settings)}); "
+                         "its macro MAE mixes them")
+        rows = [row for subset, run in chosen.items() for row in run.rows if row.subset == subset]
+        run_of_subset = {subset: run.name for subset, run in chosen.items()}
+        models.append(ModelRows(model, display_names.get(model, model), rows, run_of_subset))
+    return models, notes
+
+
+def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> SuiteRows:
+    """Read every RoboReward run of a suite.
+
+    Args:
+        output_path: helm-run's ``-o`` folder.
+        suite: The suite name.
+        display_names: ``model name -> display name`` (models not in it show their name).
+
+    Returns:
+        The rows per model, with warnings (skipped runs) and notes (overlapping runs).
+
+    Raises:
+        ReportError: The suite does not exist, has no RoboReward runs, or none of them is usable.
+    """
+    runs, warnings = _read_suite_runs(suite_directory(output_path, suite), suite)
+    models, notes = _latest_per_subset(runs, display_names)
+    return SuiteRows(suite, models, warnings, notes)

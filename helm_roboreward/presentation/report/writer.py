@@ -1,0 +1,228 @@
+"""The report's text outputs: ``report.md`` (every section) and the CSV tables.
+
+Rendering is pure (strings from :class:`ReportData`); :func:`write_report` writes the files.
+"""
+
+import csv
+import io
+from collections.abc import Sequence
+
+from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
+from helm_roboreward.media.paths import write_inside
+from helm_roboreward.presentation.report.analysis import ReportData
+from helm_roboreward.presentation.report.bootstrap import Interval
+from helm_roboreward.presentation.report.plots import HEATMAP_FILE, MACRO_FILE, OUT_FIX, confusion_file
+
+REPORT_FILE = "report.md"
+LEADERBOARD_FILE = "leaderboard.csv"
+SUBSET_FILE = "subset_mae.csv"
+PAIRWISE_FILE = "pairwise.csv"
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def _interval(interval: Interval | None) -> str:
+    return "-" if interval is None else f"[{_number(interval.low)}, {_number(interval.high)}]"
+
+
+def _rate(count: int, total: int) -> str:
+    return f"{count} ({count / total:.1%})" if total else f"{count} (-)"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+    return [line(header), "|" + "|".join("---" for _ in header) + "|"] + [line(row) for row in rows]
+
+
+def _names(subsets: Sequence[str]) -> str:
+    return ", ".join(subset_info(subset).display_name for subset in subsets)
+
+
+def _intro(data: ReportData) -> list[str]:
+    settings = data.settings
+    lines = [f"# RoboRewardBench report: suite `{data.suite}`", "",
+             f"{len(data.models)} model(s), {len(data.subsets)} subset(s). MAE is on the 1..5 scale (lower is "
+             "better); the mean over subsets is unweighted (macro), as on the official leaderboard.",
+             "",
+             f"Confidence intervals: {settings.confidence:.0%} clustered percentile bootstrap, "
+             f"**{settings.resamples} resamples, seed {settings.seed}** (see [Method](#method))."]
+    ids = [subset.id for subset in data.subsets]
+    official = [subset for subset in OFFICIAL_SUBSET_IDS if subset in ids]
+    if all(subset in SAMPLE_SUBSET_IDS for subset in ids):
+        lines += ["", "These are the bundled sample's simulated subsets: not comparable with the official "
+                  "leaderboard."]
+    elif official and len(official) < len(OFFICIAL_SUBSET_IDS):
+        absent = [subset for subset in OFFICIAL_SUBSET_IDS if subset not in ids]
+        lines += ["", f"The suite covers {len(official)} of the {len(OFFICIAL_SUBSET_IDS)} official subsets; "
+                  f"absent from every model: {_names(absent)}. Means are over the subsets present."]
+    if data.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {warning}" for warning in data.warnings]
+    return lines
+
+
+def leaderboard_rows(data: ReportData, digits: int = 3) -> list[list[str]]:
+    """Official-format rows: model, mean, then one MAE per subset in official order ('' when missing)."""
+    return [[model.display_name, _number(model.macro.estimate if model.macro else None, digits)]
+            + [_number(model.subset_mae[s.id].estimate, digits) if s.id in model.subset_mae else ""
+               for s in data.subsets]
+            for model in data.models]
+
+
+def _leaderboard(data: ReportData) -> list[str]:
+    header = ["Model", "Mean"] + [subset.display_name for subset in data.subsets]
+    rows = [[cell or "-" for cell in row] for row in leaderboard_rows(data)]
+    lines = ["", "## Leaderboard", "", "Official format: the mean is the unweighted mean of the per-subset MAEs "
+             "present for the model. Also in `leaderboard.csv`.", ""] + _table(header, rows)
+    gaps = [model for model in data.models if model.missing_subsets]
+    if gaps:
+        lines += ["", "Subsets missing per model (its mean is over the subsets it has):", ""]
+        lines += [f"- {model.display_name}: no errors for {_names(model.missing_subsets)}; mean over "
+                  f"{len(model.subset_mae)} of {len(data.subsets)} subsets" for model in gaps]
+    return lines
+
+
+def _macro(data: ReportData) -> list[str]:
+    level = f"{data.settings.confidence:.0%}"
+    rows = [[str(rank), model.display_name, _number(model.macro.estimate if model.macro else None),
+             _interval(model.macro), str(len(model.subset_mae)), str(sum(model.subset_rows.values()))]
+            for rank, model in enumerate(data.models, start=1)]
+    return ["", f"## Macro MAE with {level} confidence intervals", ""] + _table(
+        ["Rank", "Model", "Macro MAE", f"{level} CI", "Subsets", "Rows with an error"], rows
+    ) + ["", f"![Macro MAE per model]({MACRO_FILE})"]
+
+
+def _pairwise(data: ReportData) -> list[str]:
+    lines = ["", "## Pairwise comparisons", ""]
+    if len(data.models) < 2:
+        return lines + ["Only one model in the suite: there is no pair to compare."]
+    level = f"{data.settings.confidence:.0%}"
+    lines += [f"For every pair, over the instances both models have an error for: the macro-MAE difference "
+              f"(first minus second; negative means the first is better) with a paired {level} clustered bootstrap "
+              "CI (the same resampled clusters for both). *Separated* means the CI excludes 0.", ""]
+    rows = [[pair.first, pair.second, _number(pair.difference.interval.estimate),
+             _interval(pair.difference.interval), "yes" if pair.difference.interval.excludes_zero else "no",
+             str(pair.difference.num_rows), str(pair.difference.num_subsets)] for pair in data.pairs]
+    lines += _table(["Model A", "Model B", "A - B", f"{level} CI", "Separated", "Shared rows", "Subsets"], rows)
+    expected = len(data.models) * (len(data.models) - 1) // 2
+    if len(data.pairs) < expected:
+        lines += ["", f"{expected - len(data.pairs)} pair(s) share no instance and are not compared."]
+    return lines
+
+
+def _subsets(data: ReportData) -> list[str]:
+    settings = data.settings
+    lines = ["", "## Per-subset MAE", "", f"![MAE per model and subset]({HEATMAP_FILE})", "",
+             f"*Too small to separate models*: fewer than {settings.min_clusters} clusters, or some model's "
+             f"{settings.confidence:.0%} CI half-width above {settings.max_half_width:g}. Also in `{SUBSET_FILE}`.", ""]
+    lines += _table(["Subset", "Rows", "Clusters", "Too small to separate models"],
+                    [[s.display_name, str(s.num_rows), str(s.num_clusters), s.too_small or "no"]
+                     for s in data.subsets])
+    for subset in data.subsets:
+        flag = f" - too small to separate models ({subset.too_small})" if subset.too_small else ""
+        lines += ["", f"### {subset.display_name} (`{subset.id}`){flag}", ""]
+        rows = [[model.display_name, _number(model.subset_mae[subset.id].estimate),
+                 _interval(model.subset_mae[subset.id]), _number(model.subset_mae[subset.id].half_width),
+                 str(model.subset_rows[subset.id])]
+                for model in data.models if subset.id in model.subset_mae]
+        lines += _table(["Model", "MAE", f"{settings.confidence:.0%} CI", "Half-width", "Rows"], rows)
+    return lines
+
+
+def _failures(data: ReportData) -> list[str]:
+    rows = []
+    for model in data.models:
+        f = model.failures
+        rows.append([model.display_name, str(f.rows), _rate(f.failed_requests, f.rows),
+                     _rate(f.invalid_outputs, f.answered), _rate(f.exact_matches, f.answered),
+                     _rate(f.false_successes, f.answered_gold_below_max),
+                     _rate(f.missed_successes, f.answered_gold_max), _number(f.signed_bias, 2)])
+    return ["", "## Failure modes", "",
+            "Over all rows of each model (instance-weighted). Failed requests (no completion) are counted over all "
+            "rows; they are charged error 4 in the MAE (official) unless the run used `failed=skip`, and are left "
+            "out of the other columns here. Invalid output, exact match: over answered rows. False "
+            "success (predicted 5, gold < 5): over answered rows with gold < 5. Missed success (gold 5, not "
+            "predicted 5; invalid counts): over answered rows with gold 5. Signed bias: mean predicted - gold over "
+            "parsed answers (positive = over-rewarding).", ""] + _table(
+        ["Model", "Rows", "Failed requests", "Invalid output", "Exact match", "False success", "Missed success",
+         "Signed bias"], rows)
+
+
+def _confusions(data: ReportData) -> list[str]:
+    lines = ["", "## Confusion matrices", "",
+             "Gold 1..5 (rows) by predicted 1..5, *other* (parsed but not an integer 1..5) and *invalid* "
+             "(columns); failed requests excluded (their count is in each title).", ""]
+    return lines + [f"![{model.display_name}]({confusion_file(model.model)})" for model in data.models]
+
+
+def _method(data: ReportData) -> list[str]:
+    settings = data.settings
+    lines = []
+    if data.notes:
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in data.notes]
+    return lines + ["", "## Method", "",
+                    "- Clusters: within a subset, rows that share a source episode key (clips of one episode, camera "
+                    "views of one RoboArena episode) or a video hash (counterfactual relabels of one video) are "
+                    "joined by union-find; a cluster is resampled as a whole.",
+                    "- Bootstrap: per subset, draw as many clusters as it has, with replacement; the replicate subset "
+                    "MAE is the errors' sum over the drawn clusters divided by their row count; the replicate macro "
+                    "MAE is the unweighted mean of the model's subsets. Each subset's draws are seeded by "
+                    f"(seed {settings.seed}, subset name), so every model and pair sees the same draws; "
+                    f"{settings.resamples} replicates; percentile interval at {settings.confidence:.0%}.",
+                    "- Pairwise: per subset, MAE difference on the rows both models have, averaged over the subsets "
+                    "where they share rows; paired because both use the same drawn clusters. This can differ from the "
+                    "difference of the headline means when the models' rows differ (failed requests, missing "
+                    "subsets).",
+                    f"- Too small to separate models: fewer than {settings.min_clusters} clusters (too few for a "
+                    f"bootstrap to be trusted), or a CI half-width above {settings.max_half_width:g} for some model "
+                    "(the interval spans more than most gaps between neighbouring leaderboard models).",
+                    "- Failed requests count as error 4 by the official rule (HELM's executor turns them into an "
+                    "empty answer); runs with `failed=skip` leave them out of every mean."]
+
+
+def render_markdown(data: ReportData) -> str:
+    """The whole ``report.md``."""
+    sections = [_intro, _leaderboard, _macro, _pairwise, _subsets, _failures, _confusions, _method]
+    return "\n".join(line for section in sections for line in section(data)) + "\n"
+
+
+def _csv_text(header: list[str], rows: list[list[str]]) -> str:
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def write_report(data: ReportData, out_dir: str) -> list[str]:
+    """Write ``report.md`` and the CSV tables into ``out_dir`` (created if needed); returns the file names.
+
+    Each file is written atomically inside ``out_dir`` (:func:`helm_roboreward.media.paths.write_inside`): a
+    link planted at a file's name is replaced, never written through.
+    """
+    ids = [subset.id for subset in data.subsets]
+    texts = {
+        REPORT_FILE: render_markdown(data),
+        LEADERBOARD_FILE: _csv_text(
+            ["model", "mean"] + ids + ["model_id", "missing_subsets"],
+            [row + [model.model, " ".join(model.missing_subsets)]
+             for row, model in zip(leaderboard_rows(data, digits=6), data.models, strict=True)]),
+        SUBSET_FILE: _csv_text(
+            ["model", "subset", "rows", "mae", "ci_low", "ci_high", "too_small"],
+            [[model.model, s.id, str(model.subset_rows[s.id]), *(f"{value:.6f}" for value in
+              (model.subset_mae[s.id].estimate, model.subset_mae[s.id].low, model.subset_mae[s.id].high)),
+              "yes" if s.too_small else "no"]
+             for s in data.subsets for model in data.models if s.id in model.subset_mae]),
+        PAIRWISE_FILE: _csv_text(
+            ["model_a", "model_b", "difference", "ci_low", "ci_high", "separated", "shared_rows", "subsets"],
+            [[p.first_model, p.second_model, *(f"{value:.6f}" for value in (p.difference.interval.estimate,
+              p.difference.interval.low, p.difference.interval.high)),
+              "yes" if p.difference.interval.excludes_zero else "no", str(p.difference.num_rows),
+              str(p.difference.num_subsets)] for p in data.pairs]),
+    }
+    for name, text in texts.items():
+        write_inside(out_dir, name, text.encode("utf-8"), OUT_FIX)
+    return list(texts)
