@@ -20,6 +20,9 @@ class InstanceRecord:
     subset: str = ""
     """Subset id (the first component of the row's ``file_name``)."""
 
+    task: str = ""
+    """The row's task instruction (what preference pairs share; it is in the prompt anyway)."""
+
     robot: str = ""
     """Robot embodiment of the subset."""
 

@@ -22,6 +22,7 @@ SCORES = "scores"
 MACRO = "macro"
 GENERAL = "general_information"
 COST = "cost"
+REWARD_MODEL = "reward_model"
 
 SUBSET_MAE_PREFIX = "mae_subset_"
 ROBOT_MAE_PREFIX = "mae_robot_"
@@ -86,6 +87,31 @@ STATS: tuple[StatDefinition, ...] = (
                    table_title="Prompt tokens / instance"),
     StatDefinition("num_completion_tokens", "# completion tokens", "Completion tokens per instance, where the "
                    "client reports them.", None),
+    # Reward-model statistics (docs/reward_metrics.md): run level, macro over the run's subsets.
+    StatDefinition("preference_accuracy", "Preference acc.", "Same-task preference accuracy: pairs of rows with the "
+                   "same task and different gold scores ordered as gold does (ties half; unparseable or failed "
+                   "rows count as 1); pooled per subset, macro over subsets.", False, per_instance=False),
+    StatDefinition("ladder_accuracy", "Ladder acc.", "Counterfactual ladder: pairwise ordering accuracy among the "
+                   "tasks scored on one video (an original and its relabels), averaged over videos.", False,
+                   per_instance=False),
+    StatDefinition("ladder_tau_b", "Ladder tau-b", "Kendall tau-b of scores against gold among the tasks of one "
+                   "video (0 when every score ties), averaged over videos.", False, per_instance=False),
+    StatDefinition("clip_accuracy", "Clip acc.", "Clip monotonicity: pairwise ordering accuracy among an episode's "
+                   "clips and its original, averaged over episodes.", False, per_instance=False),
+    StatDefinition("success_auroc", "Success AUROC", "AUROC of the score for gold 5 against gold below 5 (ties "
+                   "half).", False, per_instance=False),
+    StatDefinition("success_precision", "Success precision", "Share of rows scored 5 whose gold is 5.", False,
+                   per_instance=False),
+    StatDefinition("success_recall", "Success recall", "Share of gold-5 rows scored 5.", False, per_instance=False),
+    StatDefinition("success_f1", "Success F1", "F1 of scoring 5 for gold 5.", False, per_instance=False),
+    StatDefinition("success_mcc", "Success MCC", "Matthews correlation of scoring 5 with gold 5.", False,
+                   per_instance=False),
+    StatDefinition("preference_pairs", "# preference pairs", "Same-task pairs with different gold scores.", None,
+                   per_instance=False),
+    StatDefinition("ladder_videos", "# ladder videos", "Videos scored under several tasks with different gold "
+                   "scores.", None, per_instance=False),
+    StatDefinition("clip_episodes", "# clip episodes", "Episodes with clips and an original of different gold "
+                   "scores.", None, per_instance=False),
 )
 """The stats of the metric, in the order tables show them."""
 
@@ -112,6 +138,9 @@ METRIC_GROUPS: dict[str, tuple[str, ...]] = {
     MACRO: ("macro_mae", "num_subsets"),
     GENERAL: ("num_instances", "eval_coverage", "failed_request", "num_frames", "media_bytes", "num_prompt_tokens"),
     COST: ("num_frames", "media_bytes", "num_prompt_tokens"),
+    REWARD_MODEL: ("preference_accuracy", "ladder_accuracy", "ladder_tau_b", "clip_accuracy", "success_auroc",
+                   "success_precision", "success_recall", "success_f1", "success_mcc", "preference_pairs",
+                   "ladder_videos", "clip_episodes"),
 }
 """The stats each table shows, in column order (the schema's metric groups and the summarizer's extra tables)."""
 

@@ -33,6 +33,7 @@ from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.benchmark import MAX_SCORE
+from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering, total_counts
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.scoring import ScoredPrediction, maximum_error_score, score_prediction
 from helm_roboreward.core.stats import STATS, kind_mae, robot_mae, subset_mae
@@ -123,6 +124,27 @@ def usage_stats(request_state: RequestState) -> list[Stat]:
     return stats
 
 
+def scored_rows(per_instance_stats: dict[Instance, list[Stat]]) -> list[ScoredRow]:
+    """The rows of a run as the ordering statistics see them (the parsed score; none when unparseable or failed)."""
+    rows = []
+    for instance, stats in per_instance_stats.items():
+        record = InstanceRecord.from_extra_data(instance.extra_data)
+        predicted = [stat.sum / stat.count for stat in stats if stat.name.name == "predicted_score" and stat.count]
+        rows.append(ScoredRow(str(instance.id), record.subset, record.task, record.video_sha256, record.episode,
+                              record.kind, float(gold_score(instance)), predicted[0] if predicted else None))
+    return rows
+
+
+def ordering_stats(per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
+    """The reward-model statistics of a run: each the macro over its subsets, plus the pair counts."""
+    orderings = [subset_ordering(subset, rows) for subset, rows in by_subset(scored_rows(per_instance_stats)).items()]
+    if not orderings:
+        return []
+    values = {name: value for name, value in macro(orderings).items() if value is not None}
+    values.update({name: float(count) for name, count in total_counts(orderings).items()})
+    return [Stat(MetricName(name)).add(value) for name, value in values.items()]
+
+
 class RoboRewardMetric(Metric):
     """Absolute error of the parsed progress score, with breakdowns and the macro MAE over subsets."""
 
@@ -153,7 +175,11 @@ class RoboRewardMetric(Metric):
         return stats + instance_stats(scored, record, answered=text is not None)
 
     def derive_per_instance_stats(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
-        """The macro MAE: the unweighted mean of the per-subset MAEs of the instances that have an error."""
+        """The macro MAE and the reward-model statistics (macro over the run's subsets)."""
+        return self._macro_mae(per_instance_stats) + ordering_stats(per_instance_stats)
+
+    def _macro_mae(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
+        """The unweighted mean of the per-subset MAEs of the instances that have an error."""
         errors_by_subset: dict[str, list[float]] = defaultdict(list)
         for instance, stats in per_instance_stats.items():
             subset = InstanceRecord.from_extra_data(instance.extra_data).subset

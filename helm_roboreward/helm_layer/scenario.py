@@ -127,6 +127,7 @@ class RoboRewardScenario(Scenario):
         content += [MediaObject(location=path, content_type=media.content_type) for path in media.paths]
         record = InstanceRecord(
             subset=rollout.row.subset,
+            task=rollout.row.task,
             robot=rollout.robot,
             kind=rollout.kind,
             episode=rollout.episode,

@@ -44,7 +44,7 @@ from helm.common.general import parallel_map
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.benchmark import subset_info
-from helm_roboreward.core.stats import COST, FAILURE_MODES, StatDefinition, in_group, kind_mae
+from helm_roboreward.core.stats import COST, FAILURE_MODES, REWARD_MODEL, StatDefinition, in_group, kind_mae
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.media.paths import media_objects
 
@@ -56,6 +56,9 @@ FAILURE_COLUMNS: tuple[StatDefinition, ...] = in_group(FAILURE_MODES)
 """The failure-mode table's columns (the stats catalogue's titles, descriptions and directions)."""
 COST_COLUMNS: tuple[StatDefinition, ...] = in_group(COST)
 """The cost table's columns."""
+REWARD_COLUMNS: tuple[StatDefinition, ...] = in_group(REWARD_MODEL)
+"""The reward-model table's columns: statistics (macro over subsets) and pair counts (summed)."""
+_REWARD_AGGREGATION = {False: " Macro over subsets.", True: " Summed over subsets."}
 
 
 MAX_TABLE_NAME = 100
@@ -219,6 +222,10 @@ class RoboRewardSummarizer(Summarizer):
                            for column in FAILURE_COLUMNS]
         cost_columns = [(column.table_title or column.display_name, column.description, _pooled(column.name))
                         for column in COST_COLUMNS]
+        reward_columns = [(column.display_name,
+                           column.description + _REWARD_AGGREGATION[column.lower_is_better is None],
+                           _summed(column.name) if column.lower_is_better is None else _macro_over_subsets(column.name))
+                          for column in REWARD_COLUMNS]
         return [
             _table("robot_breakdown", "MAE by robot (lower is better)", runs_by_model, robot_columns, True),
             _table("kind_breakdown_all", "MAE by augmentation kind (lower is better)", runs_by_model, kind_columns,
@@ -226,6 +233,8 @@ class RoboRewardSummarizer(Summarizer):
             _table("failure_modes_all", "Failure modes (macro over subsets)", runs_by_model, failure_columns,
                    [column.lower_is_better for column in FAILURE_COLUMNS]),
             _table("cost_all", "Cost per instance", runs_by_model, cost_columns, None),
+            _table("reward_model_all", "Reward-model metrics (higher is better)", runs_by_model, reward_columns,
+                   [column.lower_is_better for column in REWARD_COLUMNS]),
         ]
 
 
@@ -241,6 +250,14 @@ def _macro_over_subsets(stat_name: str, robot: str | None = None) -> Aggregator:
             found = _stat(run, stat_name)
             values.append(found[0] / found[1] if found else None)
         return _macro(values)
+
+    return aggregate
+
+
+def _summed(stat_name: str) -> Aggregator:
+    def aggregate(runs: list[Run]) -> float | None:
+        found = [pair[0] for pair in (_stat(run, stat_name) for run in runs) if pair is not None]
+        return sum(found) if found else None
 
     return aggregate
 
