@@ -26,6 +26,7 @@ from helm_roboreward.presentation.report.bootstrap import (
     cluster_ids,
 )
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
+from helm_roboreward.presentation.report.reward_model import RewardModelSummary, reward_model_summaries
 
 SCORES = list(range(MIN_SCORE, MAX_SCORE + 1))
 CONFUSION_COLUMNS = [str(score) for score in SCORES] + ["other", "invalid"]
@@ -126,6 +127,9 @@ class ReportData:
     pairs: list[PairSummary]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    reward_models: list[RewardModelSummary] = field(default_factory=list)
+    """Ordering and success statistics per model (parsed scores; expected scores where recorded), ranked as
+    :attr:`models`."""
 
 
 def subset_order(subsets: Sequence[str]) -> list[str]:
@@ -260,5 +264,7 @@ def analyse(suite: SuiteRows, settings: Settings) -> ReportData:
         for (a, b), difference in zip(pairs, differences, strict=True)
         if difference is not None
     ]
+    ranked = [suite.models[column] for column in order]
+    reward_models = reward_model_summaries(ranked, settings.resamples, settings.seed, settings.confidence)
     return ReportData(suite.suite, settings, subset_summaries, [summaries[column] for column in order],
-                      pair_summaries, list(suite.warnings), list(suite.notes))
+                      pair_summaries, list(suite.warnings), list(suite.notes), reward_models)

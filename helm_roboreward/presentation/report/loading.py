@@ -46,6 +46,14 @@ class InstanceRow:
 
     invalid_output: bool
     failed_request: bool
+    task: str = ""
+    """The row's task text (same-task preference pairs); from the instance record, else the prompt."""
+
+    expected: float | None = None
+    """The expected score of a ``score=expected`` run (None: not recorded for this row)."""
+
+    success_probability: float | None = None
+    """P(5) of a ``score=expected`` run."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +181,24 @@ def _row(instance_id: str, means: dict[str, float], instance: dict[str, Any], de
         abs_error=abs_error,
         invalid_output=means.get("invalid_output", 0.0) > 0,
         failed_request=means.get("failed_request", 1.0 if abs_error is None else 0.0) > 0,
+        task=record.task or _task_from_prompt(instance),
+        expected=means.get("expected_score"),
+        success_probability=means.get("success_probability"),
     )
+
+
+TASK_MARKER = "\n\nTask: "
+"""The rubric prompt ends with a blank line, ``Task: `` and the task (docs/protocol.md, section 2)."""
+
+
+def _task_from_prompt(instance: dict[str, Any]) -> str:
+    """The task of an instance written before the record carried it: the prompt's text after ``Task: ``."""
+    content = (instance.get("input") or {}).get("multimedia_content") or {}
+    for media in content.get("media_objects") or []:
+        text = media.get("text") if isinstance(media, dict) else None
+        if isinstance(text, str) and TASK_MARKER in text:
+            return text.rsplit(TASK_MARKER, 1)[1]
+    return ""
 
 
 def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:

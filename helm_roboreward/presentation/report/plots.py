@@ -17,6 +17,7 @@ from helm_roboreward.presentation.report.errors import ReportError
 INSTALL_HINT = "pip install 'helm-roboreward[report]' (or pip install matplotlib)"
 HEATMAP_FILE = "mae_heatmap.png"
 MACRO_FILE = "macro_mae.png"
+REWARD_MODEL_PLOT = "reward_model.png"
 DPI = 120
 OUT_FIX = "remove it, or choose another --out"
 """What to do when a report file's path is refused (a link or file planted in the --out folder)."""
@@ -92,6 +93,36 @@ def plot_macro(data: ReportData, out_dir: str, name: str) -> None:
     _save(pyplot, figure, out_dir, name)
 
 
+REWARD_PANELS = (("preference_accuracy", "Same-task preference accuracy"), ("ladder_accuracy", "Ladder accuracy"),
+                 ("clip_accuracy", "Clip monotonicity"), ("success_auroc", "Success AUROC"),
+                 ("ladder_tau_b", "Ladder Kendall tau-b"), ("success_mcc", "Success MCC"))
+
+
+def plot_reward_model(data: ReportData, out_dir: str, name: str) -> None:
+    """One panel per reward-model statistic: each model (parsed and expected scores) with its interval."""
+    pyplot = require_matplotlib()
+    summaries = data.reward_models
+    labels = [f"{s.display_name} ({s.score})" for s in summaries]
+    figure, axes = pyplot.subplots(2, 3, figsize=(12.0, max(4.0, 1.5 + 0.5 * len(summaries))), sharey=True)
+    positions = np.arange(len(summaries))
+    for axis, (statistic, title) in zip(axes.flat, REWARD_PANELS, strict=True):
+        intervals = [s.macro.get(statistic) for s in summaries]
+        estimates = np.array([i.estimate if i is not None else np.nan for i in intervals])
+        lows = np.array([i.low if i is not None else np.nan for i in intervals])
+        highs = np.array([i.high if i is not None else np.nan for i in intervals])
+        errors = np.nan_to_num(np.vstack([estimates - lows, highs - estimates]))
+        axis.errorbar(estimates, positions, xerr=errors, fmt="o", capsize=3)
+        chance = 0.0 if statistic in ("ladder_tau_b", "success_mcc") else 0.5
+        axis.axvline(chance, color="grey", linestyle="--", linewidth=0.8)
+        axis.set_title(title, fontsize=10)
+        axis.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(positions, labels)
+    axes[0][0].invert_yaxis()
+    figure.suptitle(f"Reward-model metrics, suite {data.suite} (macro over subsets, {data.settings.confidence:.0%} "
+                    "clustered bootstrap CIs; dashed: chance)", fontsize=10)
+    _save(pyplot, figure, out_dir, name)
+
+
 def plot_confusion(model: ModelSummary, out_dir: str, name: str) -> None:
     """Gold 1..5 (rows) by predicted 1..5 / other / invalid (columns); failed requests counted in the title."""
     pyplot = require_matplotlib()
@@ -121,6 +152,9 @@ def write_plots(data: ReportData, out_dir: str) -> list[str]:
     names = [HEATMAP_FILE, MACRO_FILE]
     plot_heatmap(data, out_dir, HEATMAP_FILE)
     plot_macro(data, out_dir, MACRO_FILE)
+    if data.reward_models:
+        names.append(REWARD_MODEL_PLOT)
+        plot_reward_model(data, out_dir, REWARD_MODEL_PLOT)
     for model in data.models:
         names.append(confusion_file(model.model))
         plot_confusion(model, out_dir, names[-1])

@@ -11,12 +11,19 @@ from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_ID
 from helm_roboreward.media.paths import write_inside
 from helm_roboreward.presentation.report.analysis import ReportData
 from helm_roboreward.presentation.report.bootstrap import Interval
-from helm_roboreward.presentation.report.plots import HEATMAP_FILE, MACRO_FILE, OUT_FIX, confusion_file
+from helm_roboreward.presentation.report.plots import (
+    HEATMAP_FILE,
+    MACRO_FILE,
+    OUT_FIX,
+    REWARD_MODEL_PLOT,
+    confusion_file,
+)
 
 REPORT_FILE = "report.md"
 LEADERBOARD_FILE = "leaderboard.csv"
 SUBSET_FILE = "subset_mae.csv"
 PAIRWISE_FILE = "pairwise.csv"
+REWARD_MODEL_FILE = "reward_model.csv"
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -113,6 +120,38 @@ def _pairwise(data: ReportData) -> list[str]:
     return lines
 
 
+REWARD_HEADERS = {"preference_accuracy": "Preference acc.", "ladder_accuracy": "Ladder acc.",
+                  "ladder_tau_b": "Ladder tau-b", "clip_accuracy": "Clip acc.", "success_auroc": "Success AUROC",
+                  "success_f1": "Success F1", "success_mcc": "Success MCC"}
+
+
+def _reward_model(data: ReportData) -> list[str]:
+    level = f"{data.settings.confidence:.0%}"
+    lines = ["", "## Reward-model metrics", "",
+             "How a reward model orders outcomes and detects success (docs/reward_metrics.md has every rule): "
+             "same-task preference accuracy (pairs of rows with the same task and different gold scores, ties "
+             "half), the counterfactual ladder (the tasks scored on one video: pairwise accuracy and Kendall "
+             "tau-b), clip monotonicity (an episode's clips and original), and success detection (gold 5 against "
+             "below: AUROC of the score; F1 and Matthews correlation of scoring 5). Unparseable answers and "
+             "failed requests count as the lowest score, 1. Each is computed per subset and averaged over the "
+             f"subsets where it is defined, with a {level} clustered bootstrap CI (rows of one episode, video or "
+             f"preference pair move together). Also in `{REWARD_MODEL_FILE}`.", "",
+             f"![Reward-model metrics]({REWARD_MODEL_PLOT})", ""]
+    header = ["Model", "Score"] + list(REWARD_HEADERS.values()) + ["Pairs", "Ladder videos", "Clip episodes"]
+    rows = [[summary.display_name, summary.score]
+            + [(f"{_number(summary.macro[name].estimate)} {_interval(summary.macro[name])}"  # type: ignore[union-attr]
+                if summary.macro.get(name) is not None else "-") for name in REWARD_HEADERS]
+            + [str(summary.counts.get(key, 0)) for key in ("preference_pairs", "ladder_videos", "clip_episodes")]
+            for summary in data.reward_models]
+    lines += _table(header, rows)
+    without = [model.display_name for model in data.models
+               if not any(s.model == model.model and s.score == "expected" for s in data.reward_models)]
+    if len(without) < len(data.models):
+        lines += ["", "Models without recorded expected scores (no `score=expected` run, or a client without "
+                  f"log-probabilities) are shown on their parsed scores only: {', '.join(without) or 'none'}."]
+    return lines
+
+
 def _subsets(data: ReportData) -> list[str]:
     settings = data.settings
     lines = ["", "## Per-subset MAE", "", f"![MAE per model and subset]({HEATMAP_FILE})", "",
@@ -185,7 +224,7 @@ def _method(data: ReportData) -> list[str]:
 
 def render_markdown(data: ReportData) -> str:
     """The whole ``report.md``."""
-    sections = [_intro, _leaderboard, _macro, _pairwise, _subsets, _failures, _confusions, _method]
+    sections = [_intro, _leaderboard, _macro, _pairwise, _reward_model, _subsets, _failures, _confusions, _method]
     return "\n".join(line for section in sections for line in section(data)) + "\n"
 
 
@@ -216,6 +255,17 @@ def write_report(data: ReportData, out_dir: str) -> list[str]:
               (model.subset_mae[s.id].estimate, model.subset_mae[s.id].low, model.subset_mae[s.id].high)),
               "yes" if s.too_small else "no"]
              for s in data.subsets for model in data.models if s.id in model.subset_mae]),
+        REWARD_MODEL_FILE: _csv_text(
+            ["model", "score", "subset", "statistic", "value", "ci_low", "ci_high"],
+            [[summary.model, summary.score, "macro", name, _number(value, 6),
+              *((_number(summary.macro[name].low, 6), _number(summary.macro[name].high, 6))  # type: ignore[union-attr]
+                if summary.macro.get(name) is not None else ("", ""))]
+             for summary in data.reward_models for name, value in summary.values.items()]
+            + [[summary.model, summary.score, subset, name, _number(value, 6), "", ""]
+               for summary in data.reward_models for subset, values in summary.per_subset.items()
+               for name, value in values.items()]
+            + [[summary.model, summary.score, "all", name, str(count), "", ""]
+               for summary in data.reward_models for name, count in summary.counts.items()]),
         PAIRWISE_FILE: _csv_text(
             ["model_a", "model_b", "difference", "ci_low", "ci_high", "separated", "shared_rows", "subsets"],
             [[p.first_model, p.second_model, *(f"{value:.6f}" for value in (p.difference.interval.estimate,
