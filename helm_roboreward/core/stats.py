@@ -23,6 +23,7 @@ MACRO = "macro"
 GENERAL = "general_information"
 COST = "cost"
 REWARD_MODEL = "reward_model"
+EXPECTED = "expected_score"
 
 SUBSET_MAE_PREFIX = "mae_subset_"
 ROBOT_MAE_PREFIX = "mae_robot_"
@@ -112,6 +113,33 @@ STATS: tuple[StatDefinition, ...] = (
                    "scores.", None, per_instance=False),
     StatDefinition("clip_episodes", "# clip episodes", "Episodes with clips and an original of different gold "
                    "scores.", None, per_instance=False),
+    # Expected-score rewards (score=expected; docs/reward_metrics.md).
+    StatDefinition("expected_score_coverage", "Expected-score coverage", "Share of rows with an answer-token "
+                   "distribution over 1..5 (0: the client returned no log-probabilities).", None, per_instance=False),
+    StatDefinition("expected_score_available", "Expected score available", "1 when the row has an answer-token "
+                   "distribution over 1..5.", None),
+    StatDefinition("expected_score", "Expected score", "Probability-weighted mean of the score tokens 1..5 at the "
+                   "answer token (renormalised).", None),
+    StatDefinition("expected_abs_error", "Expected-score MAE", "Absolute error of the expected score (rows with a "
+                   "distribution).", True),
+    StatDefinition("success_probability", "P(5)", "Probability of the score token 5 at the answer token.", None),
+    StatDefinition("success_brier", "Brier (P(5))", "Brier score of P(5) against gold 5.", True),
+    StatDefinition("success_ece", "ECE (P(5))", "Expected calibration error of P(5) against gold 5 (10 equal-width "
+                   "bins).", True, per_instance=False),
+    StatDefinition("preference_accuracy_expected", "Preference acc. (expected)", "Same-task preference accuracy on "
+                   "the expected score.", False, per_instance=False),
+    StatDefinition("ladder_accuracy_expected", "Ladder acc. (expected)", "Ladder accuracy on the expected score.",
+                   False, per_instance=False),
+    StatDefinition("ladder_tau_b_expected", "Ladder tau-b (expected)", "Ladder Kendall tau-b on the expected "
+                   "score.", False, per_instance=False),
+    StatDefinition("clip_accuracy_expected", "Clip acc. (expected)", "Clip monotonicity on the expected score.",
+                   False, per_instance=False),
+    StatDefinition("success_auroc_expected", "Success AUROC (expected)", "AUROC of the expected score for gold 5.",
+                   False, per_instance=False),
+    StatDefinition("success_f1_expected", "Success F1 (expected)", "F1 of an expected score of at least 4.5 for gold "
+                   "5.", False, per_instance=False),
+    StatDefinition("success_mcc_expected", "Success MCC (expected)", "Matthews correlation of an expected score of "
+                   "at least 4.5 with gold 5.", False, per_instance=False),
 )
 """The stats of the metric, in the order tables show them."""
 
@@ -141,6 +169,9 @@ METRIC_GROUPS: dict[str, tuple[str, ...]] = {
     REWARD_MODEL: ("preference_accuracy", "ladder_accuracy", "ladder_tau_b", "clip_accuracy", "success_auroc",
                    "success_precision", "success_recall", "success_f1", "success_mcc", "preference_pairs",
                    "ladder_videos", "clip_episodes"),
+    EXPECTED: ("expected_score_coverage", "expected_abs_error", "success_brier", "success_ece",
+               "preference_accuracy_expected", "ladder_accuracy_expected", "ladder_tau_b_expected",
+               "clip_accuracy_expected", "success_auroc_expected", "success_f1_expected", "success_mcc_expected"),
 }
 """The stats each table shows, in column order (the schema's metric groups and the summarizer's extra tables)."""
 

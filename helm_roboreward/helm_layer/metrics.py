@@ -37,6 +37,7 @@ from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_or
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.scoring import ScoredPrediction, maximum_error_score, score_prediction
 from helm_roboreward.core.stats import STATS, kind_mae, robot_mae, subset_mae
+from helm_roboreward.helm_layer import expected_scores
 
 MAX_ERROR_FAILED = "max_error"
 """Official: a failed request is charged the maximum error (4.0), as the official run did."""
@@ -44,6 +45,12 @@ SKIP_FAILED = "skip"
 """Departure: failed requests leave every mean."""
 FAILED_POLICIES = (MAX_ERROR_FAILED, SKIP_FAILED)
 DEFAULT_FAILED_POLICY = MAX_ERROR_FAILED
+
+PARSED_SCORE = "parsed"
+"""Official: the reward is the parsed score."""
+EXPECTED_SCORE = "expected"
+"""``score=expected``: also the expected score over the answer token's 1..5 probabilities, where recorded."""
+SCORE_MODES = (PARSED_SCORE, EXPECTED_SCORE)
 
 
 
@@ -148,11 +155,19 @@ def ordering_stats(per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]
 class RoboRewardMetric(Metric):
     """Absolute error of the parsed progress score, with breakdowns and the macro MAE over subsets."""
 
-    def __init__(self, failed: str = DEFAULT_FAILED_POLICY) -> None:
-        """Args: failed: ``max_error`` (official: a failed request costs 4.0) or ``skip`` (left out of the means)."""
+    def __init__(self, failed: str = DEFAULT_FAILED_POLICY, score: str = PARSED_SCORE) -> None:
+        """The metric of one run.
+
+        Args:
+            failed: ``max_error`` (official: a failed request costs 4.0) or ``skip`` (left out of the means).
+            score: ``parsed`` (official) or ``expected`` (expected-score rewards where a client records them).
+        """
         if failed not in FAILED_POLICIES:
             raise ValueError(f"failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
+        if score not in SCORE_MODES:
+            raise ValueError(f"score={score!r} is not one of {', '.join(SCORE_MODES)}")
         self.failed = failed
+        self.score = score
 
     def evaluate_generation(
         self,
@@ -172,11 +187,18 @@ class RoboRewardMetric(Metric):
             return stats
         # A failed request costs the worst possible answer (official), but it is not an invalid output: none came.
         scored = maximum_error_score(gold, invalid_output=False) if text is None else score_prediction(text, gold)
-        return stats + instance_stats(scored, record, answered=text is not None)
+        stats += instance_stats(scored, record, answered=text is not None)
+        if self.score == EXPECTED_SCORE:
+            stats += expected_scores.instance_stats(request_state, gold)
+        return stats
 
     def derive_per_instance_stats(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
         """The macro MAE and the reward-model statistics (macro over the run's subsets)."""
-        return self._macro_mae(per_instance_stats) + ordering_stats(per_instance_stats)
+        derived = self._macro_mae(per_instance_stats) + ordering_stats(per_instance_stats)
+        if self.score == EXPECTED_SCORE:
+            gold_of = {instance: float(gold_score(instance)) for instance in per_instance_stats}
+            derived += expected_scores.run_stats(per_instance_stats, gold_of)
+        return derived
 
     def _macro_mae(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
         """The unweighted mean of the per-subset MAEs of the instances that have an error."""

@@ -22,7 +22,7 @@ from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
 from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, DATASET_REVISION, SAMPLE_SUBSET_IDS, subset_group
-from helm_roboreward.helm_layer.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES
+from helm_roboreward.helm_layer.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES, PARSED_SCORE, SCORE_MODES
 from helm_roboreward.helm_layer.model_registry import DECODINGS, LAYOUTS, OFFICIAL
 from helm_roboreward.helm_layer.routing import AUTO, SCENARIO_CLASS, VIDEO_MODES, resolve_video_routing
 from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
@@ -106,6 +106,7 @@ def get_roboreward_spec(
     layout: str = OFFICIAL,
     decoding: str = OFFICIAL,
     failed: str = DEFAULT_FAILED_POLICY,
+    score: str = PARSED_SCORE,
     jobs: int = 0,
 ) -> RunSpec:
     """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
@@ -114,7 +115,10 @@ def get_roboreward_spec(
         raise ValueError(f"roboreward: video={video!r} is not one of {', '.join(VIDEO_MODES)}")
     if failed not in FAILED_POLICIES:
         raise ValueError(f"roboreward: failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
-    layout, decoding = str(layout), str(decoding)
+    layout, decoding, score = str(layout), str(decoding), str(score)
+    if score not in SCORE_MODES:
+        raise ValueError(f"roboreward: score={score!r} is not one of {', '.join(SCORE_MODES)} (official: parsed; "
+                         "expected: expected-score rewards from the answer token's probabilities)")
     if layout not in LAYOUTS:
         raise ValueError(f"roboreward: layout={layout!r} is not one of {', '.join(LAYOUTS)} (official: the "
                          "message layout of each model's official client)")
@@ -147,17 +151,19 @@ def get_roboreward_spec(
         "layout": layout,
         "decoding": decoding,
         "jobs": _number("jobs", jobs, int),
+        **({"score": score} if score != PARSED_SCORE else {}),  # the routing picks a log-probabilities twin
     }
     return RunSpec(
-        name=_run_name(subset, data, revision, video, options, failed),
+        name=_run_name(subset, data, revision, video, options, failed, score),
         scenario_spec=ScenarioSpec(class_name=SCENARIO_CLASS, args=scenario_args),
         adapter_spec=_adapter_spec(),
-        metric_specs=metric_specs(failed),
+        metric_specs=metric_specs(failed, score),
         groups=[subset_group(subset)],
     )
 
 
-def _run_name(subset: str, data: str, revision: str, video: str, options: FrameOptions, failed: str) -> str:
+def _run_name(subset: str, data: str, revision: str, video: str, options: FrameOptions, failed: str,
+              score: str = PARSED_SCORE) -> str:
     parts = [f"subset={subset}"]
     if data != "hf":
         parts.append(f"data={data_label(data)}")
@@ -165,6 +171,8 @@ def _run_name(subset: str, data: str, revision: str, video: str, options: FrameO
         parts.append(f"revision={revision_label(revision)}")
     parts.append(f"video={video}")
     parts += options.run_name_options()
+    if score != PARSED_SCORE:
+        parts.append(f"score={score}")
     if failed != DEFAULT_FAILED_POLICY:
         parts.append(f"failed={failed}")
     return f"{RUN_SPEC_NAME}:{','.join(parts)}"
@@ -193,10 +201,11 @@ def _adapter_spec() -> AdapterSpec:
     )
 
 
-def metric_specs(failed: str = DEFAULT_FAILED_POLICY) -> list[MetricSpec]:
+def metric_specs(failed: str = DEFAULT_FAILED_POLICY, score: str = PARSED_SCORE) -> list[MetricSpec]:
     """The RoboReward metric plus HELM's instance counter."""
+    args: dict[str, Any] = {"failed": failed, **({"score": score} if score != PARSED_SCORE else {})}
     return [
-        MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args={"failed": failed}),
+        MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args=args),
         MetricSpec(class_name="helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric", args={}),
     ]
 

@@ -69,13 +69,14 @@ class RoboRewardScenario(Scenario):
         video_request: str | None = None,
         layout: str = "official",
         decoding: str = "official",
+        score: str = "parsed",
     ) -> None:
         """Args mirror the run entry (see README).
 
         ``video`` is the resolved mode; ``video_request`` what the run entry asked for (``auto``
         included), kept for provenance; ``media_dir`` overrides where media is stored. ``layout`` and
-        ``decoding`` choose the model deployment (routing) and change nothing here; they are accepted so
-        the run spec keeps the user's request.
+        ``decoding`` (and ``score``) choose the model deployment (routing) and change nothing here; they are
+        accepted so the run spec keeps the user's request.
         """
         super().__init__()
         if video not in (FRAMES, NATIVE):

@@ -44,7 +44,15 @@ from helm.common.general import parallel_map
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.benchmark import subset_info
-from helm_roboreward.core.stats import COST, FAILURE_MODES, REWARD_MODEL, StatDefinition, in_group, kind_mae
+from helm_roboreward.core.stats import (
+    COST,
+    EXPECTED,
+    FAILURE_MODES,
+    REWARD_MODEL,
+    StatDefinition,
+    in_group,
+    kind_mae,
+)
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.media.paths import media_objects
 
@@ -59,6 +67,8 @@ COST_COLUMNS: tuple[StatDefinition, ...] = in_group(COST)
 REWARD_COLUMNS: tuple[StatDefinition, ...] = in_group(REWARD_MODEL)
 """The reward-model table's columns: statistics (macro over subsets) and pair counts (summed)."""
 _REWARD_AGGREGATION = {False: " Macro over subsets.", True: " Summed over subsets."}
+EXPECTED_COLUMNS: tuple[StatDefinition, ...] = in_group(EXPECTED)
+"""The expected-score table's columns (empty cells for runs without score=expected)."""
 
 
 MAX_TABLE_NAME = 100
@@ -235,6 +245,10 @@ class RoboRewardSummarizer(Summarizer):
             _table("cost_all", "Cost per instance", runs_by_model, cost_columns, None),
             _table("reward_model_all", "Reward-model metrics (higher is better)", runs_by_model, reward_columns,
                    [column.lower_is_better for column in REWARD_COLUMNS]),
+            _table("expected_score_all", "Expected-score rewards (score=expected runs; macro over subsets)",
+                   runs_by_model, [(column.display_name, column.description, _macro_over_subsets(column.name))
+                                   for column in EXPECTED_COLUMNS],
+                   [column.lower_is_better for column in EXPECTED_COLUMNS]),
         ]
 
 

@@ -32,6 +32,7 @@ from helm_roboreward.core.benchmark import (
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.core.stats import (
     ACCURACY,
+    EXPECTED,
     FAILURE_MODES,
     GENERAL,
     MACRO,
@@ -50,7 +51,7 @@ PARENT_GROUP = "roboreward"
 SAMPLE_GROUP = "roboreward_sample"
 ALL_SUBSETS_GROUP = subset_group("all")
 CATEGORY = "RoboRewardBench"
-HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown", REWARD_MODEL]
+HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown", REWARD_MODEL, EXPECTED]
 """The leaderboard shows one MAE column per subset; per-subset details live on each subset's page, and the
 summarizer (``helm_roboreward.helm_layer.summarizer``) adds the robot, kind, failure-mode and cost tables."""
 
@@ -103,6 +104,8 @@ def _metric_groups(extra: Sequence[Subset] = ()) -> list[dict[str, Any]]:
         _group_of_metrics(GENERAL, "General information", list(METRIC_GROUPS[GENERAL]), hide_win_rates=True),
         _group_of_metrics(REWARD_MODEL, "Reward-model metrics (ordering and success detection)",
                           list(METRIC_GROUPS[REWARD_MODEL]), hide_win_rates=True),
+        _group_of_metrics(EXPECTED, "Expected-score rewards (score=expected)", list(METRIC_GROUPS[EXPECTED]),
+                          hide_win_rates=True),
     ]
 
 
@@ -113,7 +116,8 @@ def _subset_group(subset: Subset, origin: str) -> dict[str, Any]:
         **({"short_display_name": subset.short_display_name} if subset.short_display_name else {}),
         "description": f"{subset.display_name} ({subset.robot}), {origin}; subset id `{subset.id}`.",
         "category": CATEGORY,
-        "metric_groups": ["accuracy", REWARD_MODEL, "failure_modes", "scores", "kind_breakdown", "general_information"],
+        "metric_groups": ["accuracy", REWARD_MODEL, EXPECTED, "failure_modes", "scores", "kind_breakdown",
+                          "general_information"],
         "environment": {"main_name": "abs_error", "main_split": "test"},
         "taxonomy": {"task": "reward modeling (progress score 1..5)", "what": f"{subset.robot} rollout videos",
                      "who": "robot teleoperators and policies; human-verified labels", "when": "2018-2025",
@@ -142,7 +146,7 @@ def build_schema(extra_subsets: Sequence[str] = ()) -> dict[str, Any]:
          "subgroups": [subset_group(subset.id) for subset in SAMPLE_SUBSETS]},
         {"name": ALL_SUBSETS_GROUP, "display_name": "RoboReward (one run over all subsets)",
          "description": "Runs with subset=all: one run covering every subset, with its macro MAE.",
-         "category": CATEGORY, "metric_groups": ["macro", "accuracy", REWARD_MODEL, "failure_modes", "scores",
+         "category": CATEGORY, "metric_groups": ["macro", "accuracy", REWARD_MODEL, EXPECTED, "failure_modes", "scores",
                                                   "kind_breakdown", "general_information"],
          "environment": {"main_name": "abs_error", "main_split": "test"}},
     ]

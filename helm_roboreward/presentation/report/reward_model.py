@@ -185,10 +185,9 @@ def subset_replicates(rows: Sequence[ScoredRow], subset: str, resamples: int, se
 def summarize_model(model: ModelRows, score: str, resamples: int, seed: int,
                     confidence: float) -> RewardModelSummary | None:
     """One model's statistics under ``score``; None when no row has that score (e.g. no expected scores)."""
+    if score == EXPECTED and not any(row.expected is not None for row in model.rows):
+        return None  # no score=expected run, or a client without log-probabilities: parsed scores only
     rows = [scored(row, score) for row in model.rows if row.gold is not None]
-    if score == EXPECTED:
-        rows = [row for row, source in zip(rows, [r for r in model.rows if r.gold is not None], strict=True)
-                if source.expected is not None]
     if not rows:
         return None
     by_subset: dict[str, list[ScoredRow]] = defaultdict(list)
