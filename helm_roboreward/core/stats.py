@@ -206,3 +206,21 @@ def breakdown_stats(kinds: Iterable[str], robots: Iterable[str], subsets: Sequen
     found += [StatDefinition(subset_mae(subset.id), f"MAE ({subset.display_name})",
                              f"MAE on the {subset.display_name} subset.", True) for subset in subsets]
     return tuple(found)
+
+
+MAY_BE_ABSENT: frozenset[str] = frozenset(
+    ["num_prompt_tokens", "num_completion_tokens", "predicted_score", "signed_error", "false_success",
+     "missed_success", "eval_coverage"]
+    + list(METRIC_GROUPS[REWARD_MODEL]) + list(METRIC_GROUPS[EXPECTED])
+    + ["expected_score_available", "expected_score", "success_probability"]
+)
+"""Stats a correct run may not report: prompt tokens (clients that report none), the parsed score and bias (every
+answer unparseable), false and missed success (no row below or at 5), ordering statistics a subset cannot have (no
+pairs, no ladder, no clip episode, one class only), expected-score stats (runs without ``score=expected``).
+Breakdowns (``mae_kind_<kind>``, ``mae_robot_<robot>``, ``mae_subset_<id>``) are absent wherever no row has that
+kind, robot or subset. The summarizer leaves such cells empty without a warning; any other missing stat warns."""
+
+
+def may_be_absent(name: str) -> bool:
+    """True when a run may legitimately lack the stat (see :data:`MAY_BE_ABSENT`)."""
+    return name in MAY_BE_ABSENT or name.startswith((KIND_MAE_PREFIX, ROBOT_MAE_PREFIX, SUBSET_MAE_PREFIX))

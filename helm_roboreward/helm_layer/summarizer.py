@@ -52,6 +52,7 @@ from helm_roboreward.core.stats import (
     StatDefinition,
     in_group,
     kind_mae,
+    may_be_absent,
 )
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.media.paths import media_objects
@@ -179,6 +180,21 @@ class RoboRewardSummarizer(Summarizer):
         parallel_map(process, self.runs, parallelism=self.num_threads)
         if skipped:
             hwarn(missing_media_message(skipped))
+
+    def create_cell(self, runs: list[Run], matcher: MetricNameMatcher, additional_info: str | None,
+                    hide_value: bool = False, is_scenario_table: bool = False) -> Cell:
+        """HELM's cell, without its warning for a stat a run may legitimately lack (:func:`may_be_absent`).
+
+        Only runs that report the stat are aggregated, as HELM does after warning; a cell no run reports stays
+        empty. A missing stat that every correct run has still warns.
+        """
+        if may_be_absent(matcher.name):
+            reporting = [run for run in runs if get_unique_stat_by_matcher(run.stats, matcher) is not None]
+            if not reporting:
+                return Cell(value=None, description=f"{len(runs)} matching runs; none reports {matcher.name}")
+            runs = reporting
+        return super().create_cell(runs, matcher, additional_info, hide_value=hide_value,
+                                   is_scenario_table=is_scenario_table)
 
     def create_group_table(self, *args, **kwargs) -> Table:  # type: ignore[no-untyped-def]
         """HELM's table, with the mean column's direction fixed, bolded and ranked."""
