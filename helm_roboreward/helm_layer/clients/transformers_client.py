@@ -43,6 +43,22 @@ Differences from the official client, all deliberate:
   unset (never under 4.57, whose processor has no such option).
 - The cache key holds the SHA-256 of each media file, never its path (see :meth:`cache_key`).
 
+Log-probabilities (``top_logprobs`` > 0; an option, 0 by default, which changes nothing of the above and adds
+nothing to the cache key): ``generate`` also gets ``return_dict_in_generate=True, output_logits=True``, i.e.
+the RAW logits of every step (transformers 5.x ``GenerateDecoderOnlyOutput.logits``, taken before any logits
+processor: not the ``scores`` after the checkpoint's temperature, top-k/top-p or biases), so the recorded
+values are the model's own distribution whichever decoding picked the token; sampling draws the same tokens
+as without the option. For each generated token whose decoded text holds a decimal digit and that lies in
+the final answer (after a ``<think>`` block), ``log_softmax`` of that step's logits gives the top
+``top_logprobs`` alternatives (the chosen token added when it is not among them), each decoded alone like
+the answer (``skip_special_tokens=True, clean_up_tokenization_spaces=False``; alternatives decoding to the
+same text add their probabilities). They become ``finish_reason["score_token_logprobs"]`` with offsets into
+``GeneratedOutput.text`` (the same format as :class:`OpenAIVideoClient`'s, see
+:func:`~helm_roboreward.helm_layer.clients.openai_video_client.answer_digit_tokens`). Only those tokens are
+kept and cached; but ``output_logits`` holds every step's logits until ``generate`` returns (steps x
+vocabulary x 4 bytes on the model's device: about 0.6 MB per generated token for Qwen3-VL's 151,936-token
+vocabulary, 3 GB at a 5,000-token budget), so long reasoning answers cost accelerator memory.
+
 Not changed, but recorded: transformers 5.x expands only the chat template's ``<|video_pad|>`` into the
 per-frame ``<t seconds><|vision_start|>...<|vision_end|>`` blocks and keeps the template's own
 ``<|vision_start|>``/``<|vision_end|>`` around them (2 more prompt tokens per video); 4.57 replaced the
@@ -51,7 +67,8 @@ whole wrapper. ``finish_reason["nested_video_wrapper"]`` says which layout a run
 
 Every completion's ``finish_reason`` records ``reason``, ``prompt_tokens``, ``completion_tokens`` and
 the provenance of the answer: versions of transformers, torch and torchcodec, the frames the
-processor kept, the video tokens, the decoding mode and seed. A ``<think>`` block (Qwen3 thinking
+processor kept, the video tokens, the decoding mode and seed (and, with ``top_logprobs``,
+``score_token_logprobs``). A ``<think>`` block (Qwen3 thinking
 checkpoints) goes to ``GeneratedOutput.thinking`` (:func:`split_reasoning`).
 """
 
@@ -59,6 +76,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +95,14 @@ from helm.common.request import (
 from helm.proxy.retry import NonRetriableException
 
 from helm_roboreward.core.files import file_digest
-from helm_roboreward.helm_layer.clients.openai_video_client import split_reasoning
+from helm_roboreward.helm_layer.clients.openai_video_client import (
+    SCORE_TOKEN_LOGPROBS,
+    answer_digit_tokens,
+    answer_start,
+    merge_logprob,
+    split_reasoning,
+    warn_once,
+)
 
 CHECKPOINT = "checkpoint"
 GREEDY = "greedy"
@@ -100,6 +125,9 @@ INSTALL_HINT = (
 )
 
 _CONFIG_FILES = ("config.json", "generation_config.json")
+_DIGIT = re.compile(r"\d")
+_DECODE = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
+"""How the answer, each of its tokens and each alternative are decoded (as in the official client)."""
 
 
 class TransformersClientError(NonRetriableException):
@@ -190,6 +218,7 @@ class TransformersQwen3VLClient(CachingClient):
         device_map: str | None = "auto",
         attn_implementation: str | None = None,
         seed: int = 0,
+        top_logprobs: int = 0,
     ) -> None:
         """Check the checkpoint's config and the video decoder; the weights load at the first uncached request.
 
@@ -203,6 +232,9 @@ class TransformersQwen3VLClient(CachingClient):
             attn_implementation: e.g. ``flash_attention_2`` (official; needs flash-attn) or ``sdpa``; None:
                 transformers' default.
             seed: Seeds sampling under ``decoding=checkpoint`` together with the request content.
+            top_logprobs: 0 (default): no log-probabilities. N > 0: record the top N alternatives of the
+                answer's digit tokens from the raw logits in ``finish_reason["score_token_logprobs"]`` (see the
+                module docstring); part of the cache key.
 
         Raises:
             ValueError: An argument is not one of its allowed values.
@@ -214,6 +246,9 @@ class TransformersQwen3VLClient(CachingClient):
             raise ValueError(f"TransformersQwen3VLClient: decoding must be one of {DECODING_MODES}, got {decoding!r}")
         if dtype not in DTYPES:
             raise ValueError(f"TransformersQwen3VLClient: dtype must be one of {DTYPES}, got {dtype!r}")
+        if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0:
+            raise ValueError("TransformersQwen3VLClient: top_logprobs must be a whole number >= 0 (0: no "
+                             f"log-probabilities), got {top_logprobs!r}")
         import torch
 
         self.torchcodec_version = require_torchcodec()
@@ -222,6 +257,7 @@ class TransformersQwen3VLClient(CachingClient):
         self.revision = revision
         self.decoding = decoding
         self.seed = int(seed)
+        self.top_logprobs = top_logprobs
         self.attn_implementation = attn_implementation
         cuda = torch.cuda.is_available()
         self.dtype = ("bfloat16" if cuda else "float32") if dtype == "auto" else dtype
@@ -351,6 +387,8 @@ class TransformersQwen3VLClient(CachingClient):
         raw = {"client": "transformers_qwen3_vl", "checkpoint": checkpoint, "dtype": self.dtype,
                "decoding": self.decoding, "seed": self.seed, "max_new_tokens": request.max_tokens,
                "num_completions": request.num_completions, "content": content}
+        if self.top_logprobs:  # absent when off, so the keys of runs without log-probabilities do not change
+            raw["top_logprobs"] = self.top_logprobs
         return dict(CachingClient.make_cache_key(raw, request))
 
     def make_request(self, request: Request) -> RequestResult:
@@ -409,6 +447,8 @@ class TransformersQwen3VLClient(CachingClient):
         options: dict[str, Any] = {"max_new_tokens": max_new_tokens}
         if self.decoding == GREEDY:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if self.top_logprobs:
+            options.update(return_dict_in_generate=True, output_logits=True)
         with torch.inference_mode():
             if self.decoding == CHECKPOINT:
                 with _SAMPLING_LOCK:
@@ -416,7 +456,8 @@ class TransformersQwen3VLClient(CachingClient):
                     output = loaded.model.generate(**inputs, **options)
             else:
                 output = loaded.model.generate(**inputs, **options)
-        generated = output[0, inputs["input_ids"].shape[1]:]
+        sequences = output.sequences if self.top_logprobs else output
+        generated = sequences[0, inputs["input_ids"].shape[1]:]
         ids: list[int] = generated.tolist()
         tokenizer = loaded.processor.tokenizer
         text = loaded.processor.batch_decode([generated], skip_special_tokens=True,
@@ -427,8 +468,49 @@ class TransformersQwen3VLClient(CachingClient):
         eos = loaded.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
         reason = "stop" if (ids and ids[-1] in eos_ids) or len(ids) < max_new_tokens else "length"
-        return {"text": text, "tokens": pieces, "completion_tokens": len(ids), "reason": reason,
-                "seed": seed if self.decoding == CHECKPOINT else None}
+        result: dict[str, Any] = {"text": text, "tokens": pieces, "completion_tokens": len(ids), "reason": reason,
+                                  "seed": seed if self.decoding == CHECKPOINT else None}
+        if self.top_logprobs:
+            result["token_logprobs"] = self._digit_token_logprobs(tokenizer, ids, text, output.logits)
+        return result
+
+    def _digit_token_logprobs(self, tokenizer: Any, ids: list[int], text: str, logits: Any) -> list[dict[str, Any]]:
+        """The answer's digit tokens: offset in ``text`` (before the reasoning split), text, top alternatives.
+
+        Offsets are the running length of the tokens decoded one by one when those concatenate to ``text``;
+        otherwise (a character split over several byte-level tokens) the length of the decoded prefix.
+        :func:`completion_from` checks each against the answer.
+        """
+        import torch
+
+        start = answer_start(text)
+        if start is None:
+            return []
+        pieces: list[str] = tokenizer.batch_decode([[i] for i in ids], **_DECODE)
+        running = "".join(pieces) == text
+        entries: list[dict[str, Any]] = []
+        offset = 0
+        for step, (token_id, piece) in enumerate(zip(ids, pieces, strict=True)):
+            at = offset if running else None
+            offset += len(piece)
+            if not _DIGIT.search(piece):
+                continue
+            at = len(tokenizer.decode(ids[:step], **_DECODE)) if at is None else at
+            if at < start:
+                continue  # reasoning: not part of the answer
+            logprobs = torch.log_softmax(logits[step][0].float(), dim=-1)
+            values, indices = torch.topk(logprobs, min(self.top_logprobs, int(logprobs.shape[-1])))
+            chosen: list[int] = indices.tolist()
+            scores: list[float] = values.tolist()
+            if token_id not in chosen:  # sampling may pick a token outside the top N: it is always recorded
+                chosen.append(token_id)
+                scores.append(float(logprobs[token_id]))
+            top: dict[str, float] = {}
+            for alternative, score in zip(tokenizer.batch_decode([[i] for i in chosen], **_DECODE), scores,
+                                          strict=True):
+                merge_logprob(top, alternative, score)
+            entries.append({"offset": at, "text": piece, "top": top})
+        return entries
 
     def _provenance(self, loaded: LoadedModel, inputs: Any, processor_kwargs: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -465,6 +547,15 @@ def completion_from(generated: dict[str, Any], response: dict[str, Any]) -> Gene
         "seed": generated.get("seed"),
         **response.get("provenance", {}),
     }
+    if "token_logprobs" in generated:
+        start = answer_start(generated["text"])
+        spans = ((entry["offset"], entry["text"], entry["top"]) for entry in generated["token_logprobs"])
+        entries = answer_digit_tokens(spans, text, start) if start is not None else []
+        if entries is None:
+            warn_once("transformers_unaligned", "TransformersQwen3VLClient: the digit tokens of a completion do not "
+                      "line up with its answer text: no score_token_logprobs for it (logged once)")
+        else:
+            finish[SCORE_TOKEN_LOGPROBS] = entries
     return GeneratedOutput(text=text, logprob=0.0, tokens=[Token(text=piece, logprob=0.0) for piece in
                                                            generated["tokens"]],
                            finish_reason=finish, thinking=Thinking(text=thinking) if thinking else None)
