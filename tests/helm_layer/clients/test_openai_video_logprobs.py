@@ -2,8 +2,9 @@
 
 Responses are recorded-style chat-completions dicts in the shape vLLM returns (``logprobs.content``: one entry per
 generated token with ``token``, ``logprob``, ``bytes`` and ``top_logprobs``), passed through the ``openai``
-package's own ``ChatCompletion`` model and ``model_dump(mode="json")`` exactly as the client caches them. No
-server: the response parser is fed directly, and one test stubs the ``openai`` client's ``create``.
+package's own ``ChatCompletion`` model and ``model_dump(mode="json")`` exactly as the client caches them, and fed to
+the response parser directly; one request goes through the ``openai`` package to the loopback fake
+(tests/helpers/fakes/openai_chat.py), which answers with such log probabilities.
 """
 
 import math
@@ -26,6 +27,7 @@ from helm_roboreward.helm_layer.clients.openai_video_client import (
     split_reasoning,
     trim_alternatives,
 )
+from tests.helpers.fakes import CHAT, FakeModelServer, constant
 
 SERVED = "teetone/RoboReward-8B"
 END = "<|im_end|>"
@@ -67,8 +69,8 @@ def check_entries_match(text: str, entries: list[dict[str, Any]]) -> None:
         assert text[entry["offset"]:entry["offset"] + len(entry["text"])] == entry["text"], entry
 
 
-def make_client(**kwargs: Any) -> OpenAIVideoClient:
-    return OpenAIVideoClient(cache_config=BlackHoleCacheConfig(), base_url="http://127.0.0.1:9/v1", api_key="sk-test",
+def make_client(base_url: str = "http://127.0.0.1:9/v1", **kwargs: Any) -> OpenAIVideoClient:
+    return OpenAIVideoClient(cache_config=BlackHoleCacheConfig(), base_url=base_url, api_key="sk-test",
                              served_model_name=SERVED, max_retries=0, **kwargs)
 
 
@@ -111,23 +113,12 @@ def test_bad_top_logprobs_are_rejected(value: Any) -> None:
         make_client(top_logprobs=value)
 
 
-def test_make_request_sends_the_fields_and_records_the_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    client = make_client(top_logprobs=5)
-    sent: list[dict[str, Any]] = []
-    recorded = response("ANSWER: 4", plain("ANSWER", ":", " ") + [token("4", -0.4, [("5", -1.2), ("3", -3.0)]),
-                                                                  token(END, -0.001)])
-
-    class Created:
-        def model_dump(self, mode: str) -> dict[str, Any]:
-            return recorded
-
-    def create(**body: Any) -> Created:
-        sent.append(body)
-        return Created()
-
-    monkeypatch.setattr(client.client.chat.completions, "create", create)
-    result = client.make_request(text_request())
-    assert result.success and sent[0]["logprobs"] is True and sent[0]["top_logprobs"] == 5
+def test_make_request_sends_the_fields_and_records_the_tokens() -> None:
+    tokens = plain("ANSWER", ":", " ") + [token("4", -0.4, [("5", -1.2), ("3", -3.0)]), token(END, -0.001)]
+    with FakeModelServer(constant("ANSWER: 4", logprobs=tokens), served_models=[SERVED]) as fake:
+        result = make_client(top_logprobs=5, base_url=fake.base_url).make_request(text_request())
+        (sent,) = fake.requests_to(CHAT)
+    assert result.success and sent.body["logprobs"] is True and sent.body["top_logprobs"] == 5
     (completion,) = result.completions
     assert completion.text == "ANSWER: 4"
     assert completion.finish_reason is not None

@@ -8,16 +8,14 @@ over the whole vocabulary; under greedy decoding the chosen token is their argma
 them.
 
 Forcing a score-like answer: the tiny model answers six random characters, so one test checkpoint (a copy of
-the tiny one) changes only its ``generation_config.json``: ``min_new_tokens`` 1 and a ``sequence_bias`` of +20
-on the tokens "1".."5" and of +60 on ``<|im_end|>`` right after one of them. Biases are logits processors: they
-decide which token is DRAWN (a one-digit answer, then the end of the turn) but never touch the raw logits the
-client records, so the distribution over 1..5 that ``score_distribution`` reads is the model's own (checked
-against a forward pass). Skipped when torchcodec cannot decode video.
+the tiny one, ``build_digit_answering``) changes only its ``generation_config.json`` so that it draws one digit
+1..5 and stops. Its biases never touch the raw logits the client records, so the distribution over 1..5 that
+``score_distribution`` reads is the model's own (checked against a forward pass).
+Skipped when torchcodec cannot decode video.
 """
 
 import json
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ import torch
 from helm.common.cache import BlackHoleCacheConfig, CacheConfig, SqliteCacheConfig
 from helm.common.media_object import MediaObject, MultimediaObject
 from helm.common.request import Request
-from transformers import GenerationConfig
 from transformers.utils import is_torchcodec_usable
 
 from helm_roboreward.core.prompt import build_prompt
@@ -34,7 +31,7 @@ from helm_roboreward.core.score_probabilities import expected_score, score_distr
 from helm_roboreward.helm_layer.clients import openai_video_client
 from helm_roboreward.helm_layer.clients.openai_video_client import SCORE_TOKEN_LOGPROBS
 from helm_roboreward.helm_layer.clients.transformers_client import TransformersQwen3VLClient, completion_from
-from tests.helpers.tiny_qwen3vl import IM_END, build_tiny_qwen3vl
+from tests.helpers.tiny_qwen3vl import IM_END
 
 pytestmark = pytest.mark.skipif(
     not is_torchcodec_usable("video"),
@@ -51,22 +48,15 @@ ALL = 1000
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl")
+def tiny(tiny_qwen3vl: Path) -> Path:
+    """The session's tiny dense checkpoint (tests/conftest.py), shared with the client's other tests."""
+    return tiny_qwen3vl
 
 
 @pytest.fixture(scope="module")
-def digits(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny checkpoint whose generation config makes it answer one digit 1..5 (see the module docstring)."""
-    folder = tmp_path_factory.mktemp("tiny") / "qwen3-vl-digits"
-    shutil.copytree(tiny, folder)
-    vocabulary = json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"]
-    config = GenerationConfig.from_pretrained(folder)
-    config.min_new_tokens = 1
-    config.sequence_bias = [[[vocabulary[d]], 20.0] for d in SCORES] + \
-        [[[vocabulary[d], vocabulary[IM_END]], 60.0] for d in SCORES]
-    config.save_pretrained(folder)
-    return folder
+def digits(tiny_qwen3vl_digits: Path) -> Path:
+    """The session's digit-answering checkpoint (tests/helpers/tiny_qwen3vl.py, ``build_digit_answering``)."""
+    return tiny_qwen3vl_digits
 
 
 def make_client(folder: Path, cache_config: CacheConfig | None = None, **kwargs: Any) -> TransformersQwen3VLClient:

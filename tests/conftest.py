@@ -1,0 +1,87 @@
+"""Fixtures shared across the test tree.
+
+- ``sample_suite`` (session): the real ``helm-run`` + ``helm-summarize`` over the bundled sample, built once
+  (:mod:`tests.helpers.suite`) and shared by the end-to-end, report, browser, leak, missing-media and
+  path-safety tests. Read it, never change it: the fixture fails the session if anything under its
+  ``benchmark_output`` changed.
+- ``copy_suite`` (function): private copies of it, for the tests that damage or extend a suite.
+- ``tiny_qwen3vl`` / ``tiny_qwen3vl_moe`` (session): the tiny random-weight Qwen3-VL checkpoints;
+  ``tiny_qwen3vl_digits`` (session): the dense one answering one digit 1..5 (score-token log-probabilities).
+
+And one scheduling hook: when the sample regeneration test (minutes of pybullet CPU, waiting on nothing else) is
+selected, its generator starts in the background at low priority right after collection and the test runs last
+(tests/helpers/regeneration.py), so the generation fills the cores the rest of the suite leaves idle.
+"""
+
+import importlib.util
+from collections.abc import Callable, Iterator
+from itertools import count
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.helpers import regeneration
+
+if TYPE_CHECKING:  # imported when first used: collecting the unit tests needs neither HELM nor PyAV
+    from tests.helpers.suite import SampleSuite, SuiteCopy
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k deselection: only a test that will run starts its generator
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    chosen = [item for item in items if item.nodeid == regeneration.TEST_ID]
+    if not chosen or config.option.collectonly or importlib.util.find_spec("pybullet") is None:
+        return
+    items.remove(chosen[0])
+    items.append(chosen[0])
+    regeneration.start_in_background()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    regeneration.stop_background()
+
+
+@pytest.fixture(scope="session")
+def sample_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SampleSuite"]:
+    from tests.helpers.suite import build_sample_suite
+
+    suite = build_sample_suite(tmp_path_factory.mktemp("sample-suite"))
+    steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in suite.timings.items())
+    print(f"\n[sample_suite] built in {suite.workdir.parent}: {steps}")
+    yield suite
+    suite.assert_unchanged()
+
+
+@pytest.fixture
+def copy_suite(sample_suite: "SampleSuite", tmp_path: Path) -> Callable[..., "SuiteCopy"]:
+    """``copy_suite(**options)``: a fresh private copy of the shared suite (see :meth:`SampleSuite.copy`)."""
+    numbers = count()
+
+    def make(**options: Any) -> "SuiteCopy":
+        return sample_suite.copy(tmp_path / f"suite-copy-{next(numbers)}", **options)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight Qwen3-VL checkpoint folder (dense)."""
+    from tests.helpers.tiny_qwen3vl import build_tiny_qwen3vl  # transformers: only for the tests that need it
+
+    return build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl")
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3vl_moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Its mixture-of-experts twin (``Qwen3VLMoeForConditionalGeneration``)."""
+    from tests.helpers.tiny_qwen3vl import build_tiny_qwen3vl
+
+    return build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl-moe", moe=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3vl_digits(tiny_qwen3vl: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dense checkpoint with a generation config that makes it answer one digit 1..5, then stop."""
+    from tests.helpers.tiny_qwen3vl import build_digit_answering
+
+    return build_digit_answering(tiny_qwen3vl, tmp_path_factory.mktemp("tiny") / "qwen3-vl-digits")

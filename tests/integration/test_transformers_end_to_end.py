@@ -1,0 +1,92 @@
+"""A real ``helm-run`` over the whole bundled sample with TransformersQwen3VLClient and the tiny Qwen3-VL checkpoint.
+
+The official in-process path end to end: a ``--local-path`` whose deployment points the client at the tiny
+random-weight checkpoint (tests/helpers/tiny_qwen3vl.py, built once per session), every mp4 routed natively
+(``video=auto``), the real transformers processor and ``generate`` on CPU. The client itself is tested in
+tests/helm_layer/clients/test_transformers_client.py.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from transformers.utils import is_torchcodec_usable
+
+from tests.helpers.harness import PROD_ENV, check_completed, cli, read_json, request_states, run_stats
+from tests.helpers.sample import sample_rows
+
+pytestmark = pytest.mark.skipif(
+    not is_torchcodec_usable("video"),
+    reason="torchcodec cannot decode video here: pip install torchcodec and FFmpeg's shared libraries "
+           "(apt-get install ffmpeg)",
+)
+
+DEPLOYMENT = "transformers/tiny-qwen3-vl"
+
+
+def _deployments(checkpoint: Path) -> str:
+    return (
+        "model_deployments:\n"
+        f"  - name: {DEPLOYMENT}\n"
+        "    model_name: teetone/roboreward-8b\n"
+        "    max_sequence_length: 262144\n"
+        "    client_spec:\n"
+        '      class_name: "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"\n'
+        "      args:\n"
+        f"        checkpoint: {json.dumps(str(checkpoint))}\n"
+    )
+
+
+@dataclasses.dataclass
+class EndToEnd:
+    run_dir: Path
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def end_to_end(tiny_qwen3vl: Path, tmp_path_factory: pytest.TempPathFactory) -> EndToEnd:
+    workdir = tmp_path_factory.mktemp("helm_run")
+    local = workdir / "local"
+    local.mkdir()
+    shutil.copyfile(PROD_ENV / "model_metadata.yaml", local / "model_metadata.yaml")
+    (local / "model_deployments.yaml").write_text(_deployments(tiny_qwen3vl), encoding="utf-8")
+    entry = f"roboreward:subset=all,data=sample,model=teetone/roboreward-8b,model_deployment={DEPLOYMENT}"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONWARNINGS": "ignore"}
+    started = time.monotonic()
+    process = subprocess.run(
+        [cli("helm-run"), "--run-entries", entry, "--suite", "tiny", "-m", "100", "--local-path", str(local),
+         "--output-path", str(workdir / "benchmark_output")],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    seconds = time.monotonic() - started
+    check_completed(process, "helm-run")
+    (run_dir,) = (workdir / "benchmark_output" / "runs" / "tiny").glob("roboreward:*")
+    return EndToEnd(run_dir, seconds)
+
+
+@pytest.mark.slow
+def test_helm_run_end_to_end_with_the_tiny_checkpoint(end_to_end: EndToEnd) -> None:
+    states = request_states(end_to_end.run_dir)
+    assert len(states) == len(sample_rows())  # the whole bundled sample, mp4s routed natively (video=auto)
+    answers: list[str] = []
+    for state in states:
+        assert state["result"]["success"] is True, state["result"].get("error")
+        (completion,) = state["result"]["completions"]
+        assert completion["finish_reason"]["video_frames"] > 0
+        assert state["request"]["multimodal_prompt"]["media_objects"][1]["content_type"] == "video/mp4"
+        answers.append(completion["text"])
+    per_instance = read_json(end_to_end.run_dir / "per_instance_stats.json")
+    assert len(per_instance) == len(states)
+    for entry in per_instance:
+        stats: dict[str, float] = {s["name"]["name"]: s["mean"] for s in entry["stats"]
+                                   if "perturbation" not in s["name"]}
+        assert 0 <= stats["abs_error"] <= 4 and stats["num_prompt_tokens"] > 0
+    macro_mae = run_stats(end_to_end.run_dir)["macro_mae"]
+    assert 0 <= macro_mae <= 4
+    print(f"\nhelm-run {end_to_end.run_dir.name}: {len(states)} rows, macro MAE {macro_mae:.3f}, "
+          f"{end_to_end.seconds:.1f} s; answers start {[a[:3] for a in answers]}")
