@@ -1,4 +1,7 @@
-"""The ``roboreward`` command: ``prepare`` (download, validate, extract frames once), ``leaderboard``, ``report``.
+"""The ``roboreward`` command: ``prepare``, ``leaderboard``, ``report``, ``files``, ``export-media``, ``models``, ...
+
+``prepare`` downloads, validates and extracts frames once; ``models``, ``add-model`` and ``estimate`` list, add and
+cost models as ``roboreward`` runs use them.
 
 User errors (bad data, bad options, unwritable folders) print one clear message and exit with a
 non-zero status, never a traceback.
@@ -11,6 +14,7 @@ from collections.abc import Sequence
 
 from helm_roboreward.core.benchmark import DATASET_REVISION
 from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
+from helm_roboreward.presentation.estimate import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
 from helm_roboreward.presentation.report.command import add_report_options, run_report
 
 SCENARIO_NAME = "roboreward"
@@ -115,7 +119,152 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a local copy whose subsets the schema must also cover (repeatable): subsets the "
                        "benchmark does not know join the RoboReward leaderboard and its mean")
     files.set_defaults(handler=_files)
+    add_model_commands(commands)
     return parser
+
+
+def add_model_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """The ``models``, ``add-model`` and ``estimate`` subcommands (they load HELM's registries as helm-run does)."""
+    models = commands.add_parser(
+        "models", help="every model the plugin knows: deployment, client, media, max_tokens, status, credentials",
+        description="List the models roboreward runs know (the package's, the leaderboard's and --local-path's; "
+        "--all: every vision-language model HELM knows), as a roboreward run without model_deployment= uses them.")
+    models.add_argument("--all", action="store_true", help="also every vision-language model HELM knows")
+    models.add_argument("--csv", action="store_true", help="CSV on stdout (full client class names)")
+    models.add_argument("--local-path", default="prod_env", help="helm-run's --local-path (default prod_env)")
+    models.set_defaults(handler=_models)
+    add = commands.add_parser(
+        "add-model", help="add a model (metadata + deployment) to --local-path for any provider's API id",
+        description="Write a model's metadata and deployment into <local-path>/model_metadata.yaml and "
+        "model_deployments.yaml (HELM's format, merged with what is there), so `helm-run --local-path <it>` "
+        "runs it with the right client, routing and token allowance.")
+    add.add_argument("model", help="the model name, org/name (e.g. openai/gpt-6-2027-01-01)")
+    add.add_argument("--client", required=True, help="openai, anthropic, google, vllm or transformers")
+    add.add_argument("--api-id", help="the provider's model id (default: the part of the name after '/'); vllm: "
+                     "the served model name, transformers: the checkpoint, hub id or folder (default for both: "
+                     "the whole model name)")
+    add.add_argument("--base-url", help="openai / vllm: the server's .../v1 URL (default: <host>BaseUrl in "
+                     "credentials.conf)")
+    add.add_argument("--display-name", help="the name leaderboards show (default: from the model name)")
+    add.add_argument("--video", choices=["native", "frames"], help="native: the model takes the mp4 under "
+                     "video=auto (adds ROBOREWARD_NATIVE_VIDEO_TAG; the client must send video)")
+    add.add_argument("--reasoning-effort", help="openai: the reasoning effort to send (e.g. xhigh)")
+    add.add_argument("--max-images-per-prompt", type=int, help="the server's per-request image limit (vLLM "
+                     "--limit-mm-per-prompt), checked before any request")
+    add.add_argument("--max-videos-per-prompt", type=int, help="the server's per-request video limit")
+    add.add_argument("--max-sequence-length", type=int, help="the context window in tokens (optional)")
+    add.add_argument("--force", action="store_true", help="replace existing entries of the same names")
+    add.add_argument("--local-path", default="prod_env", help="the folder to write into (default prod_env)")
+    add.set_defaults(handler=_add_model)
+    estimate = commands.add_parser(
+        "estimate", help="rows, frames, media bytes, input tokens and cost per model and subset, before any run",
+        description="Estimate what roboreward runs of the given models would send, without sending anything: the "
+        "run's own routing and frame selection on probed videos, each provider's documented token formula, "
+        "prompt text at characters/4, and cost from a price file you write (no built-in prices).")
+    estimate.add_argument("--model", action="append", required=True, metavar="MODEL",
+                          help="a model name (repeatable), as in model= of a run entry")
+    add_data_options(estimate)
+    estimate.add_argument("--video", choices=["auto", "frames", "native"], default="auto",
+                          help="as the run entry's video= (default auto: each model's official routing)")
+    estimate.add_argument("--fps", type=float, default=OFFICIAL_FRAMES_PER_SECOND, help="frames kept per second")
+    estimate.add_argument("--last-frame", action="store_true", help="also keep the final frame")
+    estimate.add_argument("--max-frames", type=int, default=0, help="cap on frames per video (0: none)")
+    estimate.add_argument("--max-side", type=int, default=0, help="longest side in pixels (0: native)")
+    estimate.add_argument("--prices", metavar="FILE", help="YAML: per model, USD per million input and output "
+                          "tokens, e.g. 'openai/gpt-5-mini-2025-08-07: {input: 0.25, output: 2.0}'")
+    estimate.add_argument("--output-tokens", type=int, default=DEFAULT_OUTPUT_TOKENS,
+                          help=f"assumed output tokens per request (default {DEFAULT_OUTPUT_TOKENS})")
+    estimate.add_argument("--reasoning-output-tokens", type=int, default=DEFAULT_REASONING_OUTPUT_TOKENS,
+                          help="assumed output tokens per request of OpenAI and Gemini models, which bill reasoning "
+                          f"as output (default {DEFAULT_REASONING_OUTPUT_TOKENS})")
+    estimate.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    estimate.add_argument("--local-path", default="prod_env", help="helm-run's --local-path (default prod_env)")
+    estimate.set_defaults(handler=_estimate)
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from helm_roboreward.core.files import write_atomically
+    from helm_roboreward.core.prompt import build_prompt
+    from helm_roboreward.data.rows import load_rollouts
+    from helm_roboreward.data.sources import resolve_data_source
+    from helm_roboreward.helm_layer.estimate_plans import plan_models
+    from helm_roboreward.helm_layer.registries import load_registries
+    from helm_roboreward.media.plan import FramesPlan, ModelPlan, VideoFacts, frames_plan, video_facts
+    from helm_roboreward.presentation.estimate import COLUMNS, NOTES, NUMERIC_COLUMNS, RowMedia, estimate_model
+    from helm_roboreward.presentation.prices import price_of, read_prices
+    from helm_roboreward.presentation.tables import csv_text, format_text_table
+
+    if args.output_tokens < 0 or args.reasoning_output_tokens < 0:
+        raise ValueError("--output-tokens and --reasoning-output-tokens must be >= 0")
+    options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
+                           max_frames=args.max_frames, max_side=args.max_side)
+    prices = read_prices(args.prices) if args.prices else None
+    load_registries(args.local_path)
+    plans = plan_models(args.model, args.subset, args.data, args.revision, args.video, options)
+    if prices is not None:
+        for plan in plans:
+            price_of(prices, plan.model, args.prices)
+    subsets = None if args.subset == "all" else [args.subset]
+    source = resolve_data_source(args.data, args.revision, subsets)
+    rollouts = load_rollouts(source.root, subsets, source.description, source.trusted_root)
+    facts = {path: video_facts(path, os.path.getsize(path)) for path in dict.fromkeys(r.video_path for r in rollouts)}
+    rows = [RowMedia(r.row.subset, r.row.line, build_prompt(r.row.task), facts[r.video_path]) for r in rollouts]
+    frames: dict[tuple[str, FrameOptions], FramesPlan] = {}
+
+    def frames_of(video: VideoFacts, plan: ModelPlan) -> FramesPlan:
+        key = (video.path, plan.frame_options)
+        if key not in frames:
+            frames[key] = frames_plan(video, plan.frame_options)
+        return frames[key]
+
+    lines = []
+    for plan in plans:
+        output = args.reasoning_output_tokens if plan.reasoning else args.output_tokens
+        price = price_of(prices, plan.model, args.prices) if prices is not None else None
+        lines += estimate_model(plan, rows, frames_of, output, price)
+    print(f"roboreward estimate: {source.description} (revision {source.revision}), {len(rows)} rows; nothing sent")
+    print(format_text_table(COLUMNS, [line.cells(grouped=True) for line in lines], right_aligned=NUMERIC_COLUMNS))
+    for plan in plans:
+        print(f"  {plan.model}: {plan.deployment} ({plan.client.rsplit('.', 1)[-1]}), video={plan.video_mode}, "
+              f"max_tokens {plan.max_tokens:,}; limits: {plan.request_limits.describe()}")
+    for note in NOTES:
+        print(f"  {note}")
+    if not prices:
+        print("  cost_usd: give --prices FILE (USD per million tokens per model) for costs.")
+    if args.csv:
+        write_atomically(args.csv, csv_text(COLUMNS, [line.cells(grouped=False) for line in lines]).encode("utf-8"))
+        print(f"  wrote {args.csv}")
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from helm_roboreward.helm_layer.model_catalog import COLUMNS, catalog
+    from helm_roboreward.helm_layer.registries import load_registries
+    from helm_roboreward.presentation.tables import csv_text, format_text_table
+
+    load_registries(args.local_path)
+    entries = catalog(args.local_path, include_all=args.all)
+    if args.csv:
+        sys.stdout.write(csv_text(COLUMNS, [entry.cells(short_client=False) for entry in entries]))
+        return 0
+    print(format_text_table(COLUMNS, [entry.cells() for entry in entries], right_aligned=("max_tokens",)))
+    print(f"\n{len(entries)} models (--local-path {args.local_path}). media: what video=auto sends; "
+          "credentials: the credentials.conf key the client needs.")
+    return 0
+
+
+def _add_model(args: argparse.Namespace) -> int:
+    from helm_roboreward.helm_layer.add_model import NewModel, add_model
+    from helm_roboreward.helm_layer.registries import load_registries
+
+    new = NewModel(model=args.model, client=args.client, api_id=args.api_id, base_url=args.base_url,
+                   display_name=args.display_name, video=args.video, reasoning_effort=args.reasoning_effort,
+                   max_images_per_prompt=args.max_images_per_prompt,
+                   max_videos_per_prompt=args.max_videos_per_prompt, max_sequence_length=args.max_sequence_length)
+    load_registries(args.local_path)
+    for line in add_model(new, args.local_path, force=args.force):
+        print(line)
+    return 0
 
 
 def _files(args: argparse.Namespace) -> int:

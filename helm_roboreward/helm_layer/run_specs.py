@@ -24,7 +24,13 @@ from helm.benchmark.scenarios.scenario import ScenarioSpec
 from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, DATASET_REVISION, SAMPLE_SUBSET_IDS, subset_group
 from helm_roboreward.helm_layer.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES, PARSED_SCORE, SCORE_MODES
 from helm_roboreward.helm_layer.model_registry import DECODINGS, LAYOUTS, OFFICIAL
-from helm_roboreward.helm_layer.routing import AUTO, SCENARIO_CLASS, VIDEO_MODES, resolve_video_routing
+from helm_roboreward.helm_layer.routing import (
+    AUTO,
+    SCENARIO_CLASS,
+    VIDEO_MODES,
+    resolve_video_routing,
+    without_retired,
+)
 from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
 
 RUN_SPEC_NAME = "roboreward"
@@ -214,8 +220,9 @@ class RoboRewardModelRunExpander(ModelRunExpander):
     """HELM's model expander, then the per-model video routing and token allowance for roboreward runs."""
 
     def expand(self, run_spec: RunSpec) -> list[RunSpec]:
-        """Expand models as HELM does and resolve ``video=auto`` for each."""
-        return [resolve_video_routing(spec, apply_token_allowance=True) for spec in super().expand(run_spec)]
+        """Expand models as HELM does (retired models left out of groups) and resolve ``video=auto`` for each."""
+        expanded = without_retired(super().expand(run_spec), str(self.value))
+        return [resolve_video_routing(spec, apply_token_allowance=True) for spec in expanded]
 
 
 class RoboRewardModelDeploymentRunExpander(ModelDeploymentRunExpander):

@@ -2,7 +2,7 @@
 
 One ``helm-run`` subprocess (no ``--plugins``: the entry point loads the plugin) evaluates the
 ``sim_kuka`` sample subset with one model of each client family, every client pointed at one
-:class:`~tests.fake_openai_server.FakeModelServer` (see tests/helm_harness.py for how):
+:class:`~tests.helpers.fakes.FakeModelServer` (see tests/helpers/harness.py for how):
 
 | family | deployment | HELM client (library) | API | media |
 |---|---|---|---|---|
@@ -10,9 +10,9 @@ One ``helm-run`` subprocess (no ``--plugins``: the entry point loads the plugin)
 | RoboReward 4B, decoding=greedy | vllm/roboreward-4b-greedy (twin) | OpenAIVideoClient (openai) | chat | mp4 |
 | Llama 4 Scout | vllm/llama-4-scout-17b-16e-instruct | OpenAIVideoClient (openai) | chat | frames |
 | GPT-5 mini | openai/gpt-5-mini-2025-08-07 (HELM) | OpenAIResponseClient (openai) | responses | frames |
-| GPT-5.5 xhigh | openai/gpt-5.5-xhigh (package) | OpenAIResponseClient (openai) | responses | frames |
+| GPT-5.5 xhigh | openai/gpt-5.5-2026-04-23-xhigh-... (package) | OpenAIResponseClient (openai) | responses | frames |
 | Claude Sonnet 4.5 | anthropic/claude-sonnet-4-5-20250929 (HELM) | AnthropicMessagesClient | messages | frames |
-| Gemini Robotics-ER 1.6 | google/gemini-robotics-er-1.6-preview (package) | GoogleGenAIClient | Gemini | mp4 |
+| Gemini Robotics-ER 2 | google/gemini-robotics-er-2-preview (package) | GoogleGenAIClient | Gemini | mp4 |
 | Gemini 2.5 Flash | google/gemini-2.5-flash (HELM) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
 | Gemini 2.5 Flash-Lite | google/gemini-2.5-flash-lite (HELM, named) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
 | Gemini 2.5 Pro, layout=one_message | google/gemini-2.5-pro-one-message (twin) | OneMessage... | Gemini | mp4 |
@@ -49,7 +49,7 @@ import pytest
 from PIL import Image
 
 from helm_roboreward.media.selection import select_frame_indices
-from tests.fake_openai_server import (
+from tests.helpers.fakes import (
     CHAT,
     GEMINI,
     MESSAGES,
@@ -63,7 +63,7 @@ from tests.fake_openai_server import (
     user_messages,
     without_media_payloads,
 )
-from tests.helm_harness import (
+from tests.helpers.harness import (
     ANTHROPIC_KEY,
     GOOGLE_KEY,
     OPENAI_KEY,
@@ -79,12 +79,11 @@ from tests.helm_harness import (
     prompt_of,
     read_json,
     request_states,
-    rows_of,
     run_stats,
-    sample_rows,
     sha256,
 )
-from tests.videos import decode_all
+from tests.helpers.sample import rows_of, sample_rows
+from tests.helpers.videos import decode_all
 
 SUBSET = "sim_kuka"
 DECOY_REASONING = "Weighing the final frame. A careless reader would answer ANSWER: 1 here."
@@ -126,18 +125,19 @@ FAMILIES = [
     Family("llama-4-scout-vllm", "meta/llama-4-scout-17b-16e-instruct", "vllm/llama-4-scout-17b-16e-instruct",
            CHAT, "meta-llama/Llama-4-Scout-17B-16E-Instruct", "frames", 5000),
     Family("gpt-5-mini", "openai/gpt-5-mini-2025-08-07", None, RESPONSES, "gpt-5-mini-2025-08-07", "frames", 65000),
-    Family("gpt-5.5-xhigh", "openai/gpt-5.5-xhigh", None, RESPONSES, "gpt-5.5", "frames", 65000),
+    Family("gpt-5.5-xhigh", "openai/gpt-5.5-2026-04-23-xhigh-reasoning-effort", None, RESPONSES, "gpt-5.5-2026-04-23",
+           "frames", 65000),
     Family("claude-sonnet-4.5", "anthropic/claude-sonnet-4-5-20250929", None, MESSAGES, "claude-sonnet-4-5-20250929",
            "frames", 5000),
-    Family("gemini-robotics-er-1.6", "google/gemini-robotics-er-1.6-preview", None, GEMINI,
-           "gemini-robotics-er-1.6-preview", "native", 65000),
+    Family("gemini-robotics-er-2", "google/gemini-robotics-er-2-preview", None, GEMINI,
+           "gemini-robotics-er-2-preview", "native", 65000),
     Family("gemini-2.5-flash", "google/gemini-2.5-flash", None, GEMINI, "gemini-2.5-flash", "native", 65000),
     Family("gemini-2.5-flash-lite-helm", "google/gemini-2.5-flash-lite", "google/gemini-2.5-flash-lite", GEMINI,
            "gemini-2.5-flash-lite", "native", 65000),
     Family("gemini-2.5-pro-one-message", "google/gemini-2.5-pro", None, GEMINI, "gemini-2.5-pro", "native", 65000,
            options="layout=one_message"),
 ]
-HELM_GEMINI_LAYOUT = {"gemini-robotics-er-1.6", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm"}
+HELM_GEMINI_LAYOUT = {"gemini-robotics-er-2", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm"}
 """Families on HELM's own Gemini deployment: text and video as two user turns."""
 FAMILY_IDS = [f.key for f in FAMILIES]
 BY_KEY = {f.key: f for f in FAMILIES}
@@ -252,7 +252,7 @@ def test_one_request_per_row_text_first(families: FamiliesRun, family: Family) -
 
 @pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
 def test_prompts_are_the_instances_prompts(families: FamiliesRun, family: Family) -> None:
-    sent = collections.Counter(media_parts(r)[0].text for r in families.requests_of(family))
+    sent = collections.Counter(media_parts(r)[0].text or "" for r in families.requests_of(family))
     expected = collections.Counter(prompt_of(s) for s in families.states(family))
     assert sent == expected
     tasks = collections.Counter(row["task"] for row in rows_of(SUBSET))
@@ -384,7 +384,7 @@ def test_vllm_usage_becomes_prompt_token_stats(families: FamiliesRun) -> None:
         assert stats["num_completion_tokens"] == 7
 
 
-@pytest.mark.parametrize("key", ["gemini-robotics-er-1.6", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm",
+@pytest.mark.parametrize("key", ["gemini-robotics-er-2", "gemini-2.5-flash", "gemini-2.5-flash-lite-helm",
                                  "gemini-2.5-pro-one-message"])
 def test_gemini_video_is_inline_mp4_after_the_text(families: FamiliesRun, key: str) -> None:
     family = BY_KEY[key]
@@ -481,7 +481,7 @@ def _jpeg_is_not_source_frame(jpeg_path: str, source: str, index: int) -> str | 
 
 def test_vllm_frames_are_the_stored_jpegs_byte_for_byte(families: FamiliesRun) -> None:
     family = BY_KEY["llama-4-scout-vllm"]
-    sent = collections.Counter()
+    sent: collections.Counter[tuple[str | None, tuple[str, ...]]] = collections.Counter()
     for recorded in families.requests_of(family):
         (message,) = recorded.body["messages"]
         assert message["content"][0]["type"] == "text"
@@ -638,7 +638,7 @@ before = {model: get_default_model_deployment_for_model(model) for model in SHAR
 register_configs_from_directory(sys.argv[1])
 load_entry_point_plugins()
 after = {model: get_default_model_deployment_for_model(model) for model in SHARED}
-OURS = ["teetone/roboreward-8b", "qwen/qwen3-vl-8b-instruct", "google/gemini-robotics-er-1.6-preview"]
+OURS = ["teetone/roboreward-8b", "qwen/qwen3-vl-8b-instruct", "google/gemini-robotics-er-2-preview"]
 ours = {model: get_default_model_deployment_for_model(model) for model in OURS}
 print("DEFAULTS=" + json.dumps({"before": before, "after": after, "ours": ours}))
 out = {}
@@ -689,10 +689,10 @@ ROUTING_TABLE: dict[tuple[str, str | None], tuple[str, str, str, int]] = {
     ("google/gemini-2.5-flash", None): ("native", "google/gemini-2.5-flash", GENAI, 65000),
     ("google/gemini-2.5-flash-lite", None): ("native", "google/gemini-2.5-flash-lite", GENAI, 65000),
     ("google/gemini-2.5-pro", None): ("native", "google/gemini-2.5-pro", GENAI, 65000),
-    ("google/gemini-3-pro-preview", None): ("native", "google/gemini-3-pro-preview", GENAI, 65000),
+    ("google/gemini-3.1-pro-preview", None): ("native", "google/gemini-3.1-pro-preview", GENAI, 65000),
     ("google/gemini-3-flash-preview", None): ("native", "google/gemini-3-flash-preview", GENAI, 65000),
     ("google/gemini-robotics-er-1.5-preview", None): ("native", "google/gemini-robotics-er-1.5-preview", GENAI, 65000),
-    ("google/gemini-robotics-er-1.6-preview", None): ("native", "google/gemini-robotics-er-1.6-preview", GENAI, 65000),
+    ("google/gemini-robotics-er-2-preview", None): ("native", "google/gemini-robotics-er-2-preview", GENAI, 65000),
     ("google/gemini-2.5-pro", "google/gemini-2.5-pro-one-message"):
         ("native", "google/gemini-2.5-pro-one-message", GENAI_ONE, 65000),
     ("openai/gpt-5-2025-08-07", None): ("frames", "openai/gpt-5-2025-08-07", RESPONSES_CLIENT, 65000),
@@ -702,6 +702,7 @@ ROUTING_TABLE: dict[tuple[str, str | None], tuple[str, str, str, int]] = {
     ("openai/gpt-5.2-2025-12-11", None): ("frames", "openai/gpt-5.2-2025-12-11", RESPONSES_CLIENT, 65000),
     ("openai/gpt-5.5", None): ("frames", "openai/gpt-5.5", RESPONSES_CLIENT, 65000),
     ("openai/gpt-5.5-xhigh", None): ("frames", "openai/gpt-5.5-xhigh", RESPONSES_CLIENT, 65000),
+    ("openai/gpt-5.5-2026-04-23", None): ("frames", "openai/gpt-5.5-2026-04-23", RESPONSES_CLIENT, 65000),
     ("anthropic/claude-sonnet-4-5-20250929", None):
         ("frames", "anthropic/claude-sonnet-4-5-20250929", ANTHROPIC_CLIENT, 5000),
     ("anthropic/claude-opus-4-6", None): ("frames", "anthropic/claude-opus-4-6", ANTHROPIC_CLIENT, 5000),
@@ -750,6 +751,15 @@ NAME_CASES = {
         "model_deployment=vllm_roboreward-8b",
     f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=baseline/constant-3":
         f"roboreward:subset={SUBSET},data=sample,video=frames,model=baseline_constant-3",
+    # score=expected changes the metric as well as the deployment: it is named on every client (a client without
+    # log-probabilities gets the parsed score, said per run); the -logprobs twin itself is never named.
+    f"roboreward:subset={SUBSET},data=sample,score=expected,model=teetone/roboreward-8b":
+        f"roboreward:subset={SUBSET},data=sample,video=native,score=expected,model=teetone_roboreward-8b",
+    f"roboreward:subset={SUBSET},data=sample,score=expected,decoding=greedy,model=teetone/roboreward-8b":
+        f"roboreward:subset={SUBSET},data=sample,video=native,decoding=greedy,score=expected,"
+        "model=teetone_roboreward-8b",
+    f"roboreward:subset={SUBSET},data=sample,score=expected,model=baseline/constant-3":
+        f"roboreward:subset={SUBSET},data=sample,video=frames,score=expected,model=baseline_constant-3",
 }
 VARIANT_DEPLOYMENTS = {
     f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=google/gemini-2.5-pro":
@@ -759,6 +769,16 @@ VARIANT_DEPLOYMENTS = {
     f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=teetone/roboreward-8b,"
     "model_deployment=vllm/roboreward-8b": "vllm/roboreward-8b-greedy",
     f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=openai/gpt-5-mini-2025-08-07":
+        "openai/gpt-5-mini-2025-08-07",
+    # twins chain in one order (x -> x-greedy -> x-greedy-logprobs), whichever order the options are written in
+    f"roboreward:subset={SUBSET},data=sample,score=expected,model=teetone/roboreward-8b":
+        "transformers/roboreward-8b-logprobs",
+    f"roboreward:subset={SUBSET},data=sample,score=expected,decoding=greedy,model=teetone/roboreward-8b":
+        "transformers/roboreward-8b-greedy-logprobs",
+    f"roboreward:subset={SUBSET},data=sample,decoding=greedy,score=expected,model=teetone/roboreward-8b,"
+    "model_deployment=vllm/roboreward-8b": "vllm/roboreward-8b-greedy-logprobs",
+    f"roboreward:subset={SUBSET},data=sample,score=expected,model=baseline/constant-3": "baseline/constant-3",
+    f"roboreward:subset={SUBSET},data=sample,score=expected,model=openai/gpt-5-mini-2025-08-07":
         "openai/gpt-5-mini-2025-08-07",
 }
 
@@ -783,7 +803,8 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     workdir = tmp_path_factory.mktemp("routing")
     with FakeModelServer() as fake:  # only for the credentials file; nothing is sent
         local = private_local_path(workdir / "local", fake)
-        entries = [_routing_entry(model, deployment) for model, deployment in ROUTING_TABLE] + list(NAME_CASES)
+        entries = ([_routing_entry(model, deployment) for model, deployment in ROUTING_TABLE] + list(NAME_CASES)
+                   + [entry for entry in VARIANT_DEPLOYMENTS if entry not in NAME_CASES])
         process = subprocess.run([sys.executable, "-c", _ROUTING_PROBE, str(local)], input=json.dumps(entries),
                                  cwd=workdir, env=helm_environment(fake), capture_output=True, text=True,
                                  timeout=TIMEOUT)
@@ -800,9 +821,9 @@ def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: dic
     other benchmark gets for these models; no twin (a named departure) is ever a model's default."""
     defaults = routing["_defaults"]
     assert defaults["after"] == defaults["before"]
-    assert not any(str(name).startswith("vllm/") or str(name).endswith(("-one-message", "-greedy"))
+    assert not any(str(name).startswith("vllm/") or str(name).endswith(("-one-message", "-greedy", "-logprobs"))
                    for name in defaults["after"].values()), defaults
-    assert not any(str(name).endswith(("-one-message", "-greedy")) for name in defaults["ours"].values()), defaults
+    assert not any(str(name).endswith(("-one-message", "-greedy", "-logprobs")) for name in defaults["ours"].values()), defaults
 
 
 @pytest.mark.parametrize("model, deployment", list(ROUTING_TABLE),
@@ -870,9 +891,10 @@ def test_concurrent_runs_on_disjoint_subsets_match_a_sequential_run(tmp_path: Pa
 
         sequential = tmp_path / "sequential"
         sequential.mkdir()
-        process = subprocess.run(helm_run_command(entries, "conc", private_local_path(sequential / "local", fake)),
-                                 cwd=sequential, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-        check_completed(process, "sequential helm-run")
+        sequential_run = subprocess.run(
+            helm_run_command(entries, "conc", private_local_path(sequential / "local", fake)), cwd=sequential, env=env,
+            capture_output=True, text=True, timeout=TIMEOUT)
+        check_completed(sequential_run, "sequential helm-run")
         sequential_requests = len(fake.requests) - concurrent_requests
 
     assert concurrent_requests == rows

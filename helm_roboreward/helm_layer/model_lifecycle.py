@@ -1,0 +1,79 @@
+"""Which models their provider has retired, and which names are aliases: the one table for both.
+
+A retired model's metadata and deployment stay registered (so old suites still summarize with its display
+name), but a ``roboreward`` run naming it stops at run-spec expansion, before any request, with its successor
+(:func:`helm_roboreward.helm_layer.routing.check_not_retired`). ``roboreward models`` shows the same status.
+
+Sources are the providers' pages, cited per entry. ``ROBOREWARD_ALLOW_RETIRED=1`` in the environment lets a run
+name a retired model anyway (replaying a suite from HELM's request cache, or an account that still serves it).
+"""
+
+import datetime
+import os
+from dataclasses import dataclass
+
+ALLOW_RETIRED_VARIABLE = "ROBOREWARD_ALLOW_RETIRED"
+"""Environment variable: ``1`` lets runs name retired models (their requests fail unless HELM's cache answers)."""
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """A model its provider turned off."""
+
+    date: datetime.date
+    """The day the provider shut the model down (its API id stops answering)."""
+
+    successor: str
+    """The model name (HELM ``org/name``) to run instead."""
+
+    source: str
+    """The provider page saying so."""
+
+
+RETIRED_MODELS: dict[str, Retirement] = {
+    "google/gemini-robotics-er-1.6-preview": Retirement(
+        datetime.date(2026, 8, 31), "google/gemini-robotics-er-2-preview",
+        "https://ai.google.dev/gemini-api/docs/robotics-overview"),
+    "google/gemini-3-pro-preview": Retirement(
+        datetime.date(2026, 3, 9), "google/gemini-3.1-pro-preview",
+        "https://ai.google.dev/gemini-api/docs/deprecations"),
+}
+"""Retired model -> when, the successor and the source. Their metadata stays (old suites keep display names)."""
+
+ALIASES: dict[str, str] = {
+    "openai/gpt-5.5": "openai/gpt-5.5-2026-04-23",
+    "openai/gpt-5.5-xhigh": "openai/gpt-5.5-2026-04-23-xhigh-reasoning-effort",
+}
+"""Names this package used before -> the model they now run (same API id and settings; kept for old suites)."""
+
+
+def retirement_of(model: str) -> Retirement | None:
+    """The retirement of ``model``, or None when its provider still serves it (as far as this table knows)."""
+    return RETIRED_MODELS.get(model)
+
+
+def retired_runs_allowed() -> bool:
+    """True when the environment lets runs name retired models (``ROBOREWARD_ALLOW_RETIRED=1``)."""
+    return os.environ.get(ALLOW_RETIRED_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def status_of(model: str) -> str:
+    """``current``, ``alias of <model>`` or ``retired on <date> -> <successor>`` (``roboreward models``)."""
+    retirement = retirement_of(model)
+    if retirement is not None:
+        return f"retired on {retirement.date.isoformat()} -> {retirement.successor}"
+    if model in ALIASES:
+        return f"alias of {ALIASES[model]}"
+    return "current"
+
+
+def retired_message(model: str, retirement: Retirement) -> str:
+    """The error a run naming a retired model stops with: when, the successor, how to run it, the way around."""
+    return (
+        f"roboreward: model {model} was retired by its provider on {retirement.date.isoformat()} "
+        f"({retirement.source}); its requests would fail. Run its successor instead: replace model={model} by "
+        f"model={retirement.successor} in the run entry (or --models-to-run {retirement.successor}), e.g. "
+        f"helm-run --run-entries roboreward:subset=all,model={retirement.successor} --suite <suite> -m 2831. "
+        f"Old suites that ran {model} still summarize. To run it anyway (replaying HELM's request cache), set "
+        f"{ALLOW_RETIRED_VARIABLE}=1."
+    )

@@ -1,0 +1,47 @@
+"""HELM's model registries loaded as ``helm-run`` loads them, for the ``roboreward`` commands that need them.
+
+``helm-run`` (``helm/benchmark/run.py``, ``helm_run``) registers HELM's built-in configuration, then the
+``--local-path`` folder's YAML files, then imports the entry-point plugins (this package's registers its models,
+deployments, twins and expanders). Registering twice would list models twice, so this happens once per process.
+"""
+
+import os
+
+from helm.benchmark.config_registry import register_builtin_configs_from_helm_package, register_configs_from_directory
+
+_LOADED: list[str] = []
+
+
+def load_registries(local_path: str) -> None:
+    """Register HELM's built-ins, ``local_path``'s YAML files, then this plugin (once per process).
+
+    Raises:
+        ValueError: The registries were already loaded from another ``--local-path`` in this process, or a
+            YAML file under ``local_path`` cannot be read (the message names it).
+    """
+    folder = os.path.abspath(local_path)
+    if _LOADED:
+        if _LOADED[0] != folder:
+            raise ValueError(f"HELM's registries are already loaded from --local-path {_LOADED[0]}; one folder "
+                             "per process")
+        return
+    register_builtin_configs_from_helm_package()
+    if os.path.isdir(folder):
+        try:
+            register_configs_from_directory(folder)
+        except Exception as error:  # HELM raises whatever its YAML and dataclass loaders raise
+            raise ValueError(
+                f"--local-path {local_path}: HELM cannot load its model_metadata.yaml / model_deployments.yaml "
+                f"({type(error).__name__}: {error}). Fix the file (HELM's own YAML format) or pass another "
+                "--local-path."
+            ) from None
+    import helm_roboreward.helm_layer.plugin  # noqa: F401  (registers the package's models, as helm-run does)
+    from helm_roboreward.helm_layer.model_registry import register_package_models, register_variant_twins
+    from helm_roboreward.helm_layer.run_specs import install_expanders
+
+    # The plugin registers on its first import only; calling again covers a process that imported it before
+    # the local path's models were registered (both calls add only what is missing).
+    install_expanders()
+    register_package_models()
+    register_variant_twins()
+    _LOADED.append(folder)
