@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 
+from helm.benchmark import runner as helm_runner
 from helm.benchmark.scenarios.scenario import (
     CORRECT_TAG,
     TEST_SPLIT,
@@ -27,19 +28,38 @@ from helm.benchmark.scenarios.scenario import (
 from helm.common.hierarchical_logger import hlog
 from helm.common.media_object import MediaObject, MultimediaObject
 
+# Processes that never load entry-point plugins still create this scenario before any client: HELM's Slurm
+# worker (`python -m helm.benchmark.slurm_runner`) registers the built-in and --local-path configuration, then
+# runs each run spec, scenario first. Importing the plugin here registers the package's models, variant twins and
+# request-limit handling in such a process too; in helm-run the plugin is already loaded and this is a no-op.
+import helm_roboreward.helm_layer.plugin  # noqa: F401  (registration side effect)
 from helm_roboreward.core.benchmark import DATASET_REVISION, DATASET_URL, PAPER_URL, PROMPT_VERSION
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.core.record import InstanceRecord
+from helm_roboreward.core.request_limits import PlannedRequest, check_requests
 from helm_roboreward.data.rows import DataError, Rollout, load_rollouts
 from helm_roboreward.data.sources import resolve_data_source
-from helm_roboreward.helm_layer.routing import FRAMES, NATIVE, VIDEO_MODES
+from helm_roboreward.helm_layer.routing import FRAMES, NATIVE, VIDEO_MODES, run_request_limits
 from helm_roboreward.media.paths import recorded_path
-from helm_roboreward.media.preparation import PreparedMedia, failures_by_row, prepare_media, rebuilt_summary
+from helm_roboreward.media.preparation import (
+    VIDEO_CONTENT_TYPE,
+    PreparedMedia,
+    failures_by_row,
+    prepare_media,
+    rebuilt_summary,
+)
 from helm_roboreward.media.selection import FrameOptions
 
 PROVENANCE_PREFIX = "roboreward-data-"
 """Provenance records (data, requested and resolved revision) are written next to the media."""
+
+_RUN_NAME = getattr(helm_runner, "_get_current_run_spec_name", None)
+
+
+def current_run_name() -> str | None:
+    """The run HELM's runner is running (it records the name before creating the scenario; HELM 0.5.16)."""
+    return _RUN_NAME() if callable(_RUN_NAME) else None
 
 
 def instance_id(file_name: str) -> str:
@@ -76,7 +96,8 @@ class RoboRewardScenario(Scenario):
         ``video`` is the resolved mode; ``video_request`` what the run entry asked for (``auto``
         included), kept for provenance; ``media_dir`` overrides where media is stored. ``layout`` and
         ``decoding`` (and ``score``) choose the model deployment (routing) and change nothing here; they are
-        accepted so the run spec keeps the user's request.
+        accepted so the run spec keeps the user's request (and they tell the pre-flight check which twin
+        deployment runs).
         """
         super().__init__()
         if video not in (FRAMES, NATIVE):
@@ -98,6 +119,8 @@ class RoboRewardScenario(Scenario):
         )
         self.jobs = int(jobs) if jobs else (os.cpu_count() or 1)
         self.media_dir = media_dir
+        self.layout = layout
+        self.decoding = decoding
 
     def get_instances(self, output_path: str) -> list[Instance]:
         """Read the data, prepare the media under ``output_path``, and build one instance per row."""
@@ -112,6 +135,7 @@ class RoboRewardScenario(Scenario):
                 f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
                 f"(the other videos are prepared and cached):\n" + "\n".join(lines)
             )
+        self._check_request_limits(rollouts, report.media)
         for line in rebuilt_summary(report):
             hlog(f"RoboReward: {line}")
         hlog(
@@ -122,6 +146,37 @@ class RoboRewardScenario(Scenario):
         self._write_provenance(output_path, source.revision, rollouts)
         return [self._instance(rollout, report.media[rollout.video_path], source.revision, len(rollouts))
                 for rollout in rollouts]
+
+    def _check_request_limits(self, rollouts: list[Rollout], media: dict[str, PreparedMedia]) -> None:
+        """Stop before any request when an instance would exceed its deployment's request limits.
+
+        The deployment comes from the name of the run HELM is running (``helm.benchmark.runner`` records it before
+        creating the scenario; routing named the run), so nothing deployment-specific enters the scenario
+        arguments. A scenario created outside a run (no run name) is not checked.
+
+        Raises:
+            RequestLimitError: The rows over the limits, the limit and the fix (one message).
+        """
+        run_name = current_run_name()
+        departures = {"layout": self.layout, "decoding": self.decoding}
+        resolved = run_request_limits(run_name, departures) if run_name else None
+        if resolved is None:
+            return
+        deployment, limits = resolved
+        if limits.is_empty:
+            return
+        requests = []
+        for rollout in rollouts:
+            prepared = media[rollout.video_path]
+            native = prepared.content_type == VIDEO_CONTENT_TYPE
+            requests.append(PlannedRequest(
+                row=f"metadata line {rollout.row.line} ({rollout.row.subset})",
+                images=0 if native else len(prepared.paths),
+                videos=len(prepared.paths) if native else 0,
+                media_file_bytes=tuple(os.path.getsize(path) for path in prepared.paths),
+                text_bytes=len(build_prompt(rollout.row.task).encode("utf-8")),
+            ))
+        check_requests(requests, limits, deployment)
 
     def _instance(self, rollout: Rollout, media: PreparedMedia, revision: str, rows_in_run: int) -> Instance:
         content = [MediaObject(text=build_prompt(rollout.row.task), content_type="text/plain")]
