@@ -19,12 +19,12 @@ from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.benchmark import MAX_SCORE
+from helm_roboreward.core.calibration import calibration_error
 from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.score_probabilities import expected_score, score_distribution, success_probability
 
 CANDIDATES_KEY = "score_token_logprobs"
-ECE_BINS = 10
 EXPECTED_SUFFIX = "_expected"
 ORDERING_ON_EXPECTED = ("preference_accuracy", "ladder_accuracy", "ladder_tau_b", "clip_accuracy", "success_auroc",
                         "success_f1", "success_mcc")
@@ -58,18 +58,6 @@ def _mean_of(stats: list[Stat], name: str) -> float | None:
     return found[0] if found else None
 
 
-def calibration_error(pairs: list[tuple[float, float]], bins: int = ECE_BINS) -> float:
-    """Expected calibration error: |mean P - share of successes| per equal-width bin of P, weighted by bin size."""
-    total = 0.0
-    for index in range(bins):
-        low, high = index / bins, (index + 1) / bins
-        members = [(p, y) for p, y in pairs if low <= p < high or (index == bins - 1 and p == 1.0)]
-        if members:
-            total += len(members) * abs(sum(p for p, _ in members) / len(members)
-                                        - sum(y for _, y in members) / len(members))
-    return total / len(pairs)
-
-
 def run_stats(per_instance_stats: dict[Instance, list[Stat]], gold_of: "dict[Instance, float]") -> list[Stat]:
     """Coverage, calibration and the ordering statistics on the expected score, for one run."""
     rows: list[ScoredRow] = []
@@ -96,7 +84,9 @@ def run_stats(per_instance_stats: dict[Instance, list[Stat]], gold_of: "dict[Ins
         hwarn(f"RoboReward: score=expected: {total - available} of {total} rows have no answer-token distribution "
               "(unparseable, failed, or no 1..5 alternative): they have no expected-score stats and count as 1 in "
               "the ordering statistics, never as their parsed score.")
-    out.append(Stat(MetricName("success_ece")).add(calibration_error(calibration)))
+    ece = calibration_error(calibration)
+    if ece is not None:
+        out.append(Stat(MetricName("success_ece")).add(ece))
     orderings = [subset_ordering(subset, subset_rows, continuous=True) for subset, subset_rows in
                  by_subset(rows).items()]
     values = macro(orderings)

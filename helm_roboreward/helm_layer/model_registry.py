@@ -43,8 +43,29 @@ DECODINGS = (OFFICIAL, GREEDY)
 (the official client passed only ``max_new_tokens``), every other model decodes at temperature 0;
 ``decoding=greedy``: the checkpoint-sampling families decode greedily too (a departure)."""
 
+SCORE_OPTION = "score"
+EXPECTED = "expected"
+LOGPROBS_TOP_N = 20
+"""``score=expected`` runs on a twin whose client records the answer token's top 20 alternatives: the most
+OpenAI-compatible servers return (OpenAI and vLLM's default ``--max-logprobs`` cap ``top_logprobs`` at 20), and
+enough that the five digits 1..5 are among them whenever they carry any appreciable probability."""
+
+LOGPROBS_CLIENTS = (
+    "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient",
+    "helm_roboreward.clients.openai_video_client.OpenAIVideoClient",
+)
+"""The clients that can record the answer's token log-probabilities (their ``top_logprobs`` argument)."""
+
 CHECKPOINT_DECODING = "checkpoint"
 """The ``decoding`` client argument of deployments that sample with the checkpoint's generation config."""
+
+REQUEST_LIMIT_ARGS = ("max_images_per_prompt", "max_videos_per_prompt", "max_request_bytes")
+"""Client arguments a deployment may give to declare its server's per-request limits: media counts (vLLM's
+``--limit-mm-per-prompt``) and request body bytes (a proxy's limit). They override the provider's documented
+limits field by field. The plugin reads them for the pre-flight check and removes them from the arguments HELM
+passes to the client (:func:`take_declared_request_limits`), so any client class accepts them."""
+
+_DECLARED_REQUEST_LIMITS: dict[str, dict[str, object]] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,19 +73,26 @@ class DeploymentVariant:
     """A named departure served by a twin of a deployment (same model and credentials, own client or args)."""
 
     option: str
-    """Run-entry argument that asks for it (``layout``, ``decoding``)."""
+    """Run-entry argument that asks for it (``layout``, ``decoding``, ``score``)."""
 
     value: str
-    """The argument's value (``one_message``, ``greedy``)."""
+    """The argument's value (``one_message``, ``greedy``, ``expected``)."""
 
     suffix: str
     """Twin name = deployment name + suffix."""
+
+    named_by_routing: bool = True
+    """True when the routing adds ``<option>=<value>`` to the run name where the deployment serves it. False for
+    ``score=expected``: the run spec names it always, since it changes the metric for every model, and the
+    twin only makes a client able to record what the metric reads."""
 
     def applies_to(self, deployment: ModelDeployment) -> bool:
         """True when ``deployment`` is one this variant has a twin of."""
         client = deployment.client_spec
         if self.option == LAYOUT_OPTION:
             return client.class_name == HELM_GEMINI_CLIENT and _is_gemini(deployment.model_name or "")
+        if self.option == SCORE_OPTION:
+            return client.class_name in LOGPROBS_CLIENTS and not client.args.get("top_logprobs")
         return client.class_name in (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT) and (
             client.args.get("decoding") == CHECKPOINT_DECODING)
 
@@ -74,6 +102,8 @@ class DeploymentVariant:
         class_name = deployment.client_spec.class_name
         if self.option == LAYOUT_OPTION:
             class_name = ONE_MESSAGE_GEMINI_CLIENT
+        elif self.option == SCORE_OPTION:
+            args["top_logprobs"] = LOGPROBS_TOP_N
         else:
             args["decoding"] = GREEDY
         return dataclasses.replace(deployment, name=deployment.name + self.suffix,
@@ -84,14 +114,19 @@ class DeploymentVariant:
         client = deployment.client_spec
         if self.option == LAYOUT_OPTION:
             return client.class_name == ONE_MESSAGE_GEMINI_CLIENT
+        if self.option == SCORE_OPTION:
+            return client.class_name in LOGPROBS_CLIENTS and bool(client.args.get("top_logprobs"))
         return client.class_name in (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT) and client.args.get("decoding") == GREEDY
 
 
 VARIANTS = (
     DeploymentVariant(LAYOUT_OPTION, ONE_MESSAGE, "-one-message"),
     DeploymentVariant(DECODING_OPTION, GREEDY, "-greedy"),
+    DeploymentVariant(SCORE_OPTION, EXPECTED, "-logprobs", named_by_routing=False),
 )
-"""Every departure served by twin deployments; the run name shows ``<option>=<value>`` when one is used."""
+"""Every departure served by twin deployments, in the order they combine: ``decoding=greedy`` with
+``score=expected`` runs on ``<deployment>-greedy-logprobs``. The run name shows ``<option>=<value>`` when one
+is used."""
 
 GEMINI_TWIN_SUFFIX = VARIANTS[0].suffix
 """``google/gemini-2.5-pro`` -> ``google/gemini-2.5-pro-one-message`` (same host, so the same credentials)."""
@@ -107,6 +142,7 @@ def register_package_models() -> list[str]:
         The names newly registered (models and deployments).
     """
     added: list[str] = []
+    take_declared_request_limits()
     with open(os.path.join(config_dir(), MODEL_METADATA_FILE), encoding="utf-8") as handle:
         metadata = dacite.from_dict(ModelMetadataList, yaml.safe_load(handle))
     for model in metadata.models:
@@ -136,15 +172,63 @@ def register_variant_twins() -> list[str]:
         The names added.
     """
     added: list[str] = []
-    for deployment in list(ALL_MODEL_DEPLOYMENTS):
-        for variant in VARIANTS:
+    take_declared_request_limits()
+    # Twins chain in VARIANTS order (x -> x-greedy -> x-greedy-logprobs): a deployment gets twins only for the
+    # variants after the last one it already serves, so a second call, or a twin met as a deployment, adds no
+    # second spelling (x-logprobs-greedy).
+    pending = [(deployment, _first_variant_to_twin(deployment)) for deployment in list(ALL_MODEL_DEPLOYMENTS)]
+    while pending:
+        deployment, start = pending.pop()
+        for index in range(start, len(VARIANTS)):
+            variant = VARIANTS[index]
             if not variant.applies_to(deployment):
                 continue
             twin = variant.twin(deployment)
             if twin.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
                 register_model_deployment(twin)
                 added.append(twin.name)
+                if deployment.name in _DECLARED_REQUEST_LIMITS:
+                    _DECLARED_REQUEST_LIMITS[twin.name] = dict(_DECLARED_REQUEST_LIMITS[deployment.name])
+                pending.append((twin, index + 1))
     return added
+
+
+def _first_variant_to_twin(deployment: ModelDeployment) -> int:
+    """The index in :data:`VARIANTS` after the last variant ``deployment`` already serves (0: serves none)."""
+    served = [index for index, variant in enumerate(VARIANTS) if variant.describes(deployment)]
+    return served[-1] + 1 if served else 0
+
+
+def take_declared_request_limits() -> list[str]:
+    """Move :data:`REQUEST_LIMIT_ARGS` out of every registered deployment's client arguments (idempotent).
+
+    HELM builds a client from every argument of its ``client_spec``; these belong to the pre-flight check
+    (:func:`declared_request_limits`), not to the client. Values are kept as written and checked where the limits
+    are resolved (:mod:`helm_roboreward.helm_layer.request_limits`), which names the deployment of a bad one.
+
+    Returns:
+        The deployments whose arguments declared limits.
+    """
+    taken: list[str] = []
+    for index, deployment in enumerate(ALL_MODEL_DEPLOYMENTS):
+        args = deployment.client_spec.args
+        declared = {key: args[key] for key in REQUEST_LIMIT_ARGS if key in args}
+        if not declared:
+            continue
+        _DECLARED_REQUEST_LIMITS[deployment.name] = declared
+        kept = {key: value for key, value in args.items() if key not in REQUEST_LIMIT_ARGS}
+        stripped = dataclasses.replace(
+            deployment, client_spec=ClientSpec(class_name=deployment.client_spec.class_name, args=kept))
+        ALL_MODEL_DEPLOYMENTS[index] = stripped
+        if DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment.name) is deployment:
+            DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT[deployment.name] = stripped
+        taken.append(deployment.name)
+    return taken
+
+
+def declared_request_limits(deployment_name: str) -> dict[str, object]:
+    """The :data:`REQUEST_LIMIT_ARGS` a deployment's configuration declared (empty when it declared none)."""
+    return dict(_DECLARED_REQUEST_LIMITS.get(deployment_name, {}))
 
 
 def variant_of(deployment_name: str, option: str, value: str) -> str | None:
@@ -153,9 +237,9 @@ def variant_of(deployment_name: str, option: str, value: str) -> str | None:
     Returns ``deployment_name`` itself for the official value, and for a deployment that already serves the
     variant (a twin, or one of the user's configured the same way).
     """
-    if value == OFFICIAL:
+    variant = next((v for v in VARIANTS if v.option == option and v.value == value), None)
+    if variant is None:  # the official value (``official``; ``parsed`` for ``score``)
         return deployment_name
-    variant = next(v for v in VARIANTS if v.option == option and v.value == value)
     deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment_name)
     if deployment is None:
         return None

@@ -13,30 +13,46 @@ or ``video=frames``. The decision uses one documented list:
 ``auto`` gives the mp4 only when both hold; ``native`` on a client that cannot send video is an
 error before any request (HELM's OpenAI, vLLM and Together clients raise on video and retry for
 minutes; the Anthropic client silently drops it).
+
+Routing also stops a run naming a model its provider retired, with its successor (:func:`check_not_retired`,
+:mod:`helm_roboreward.helm_layer.model_lifecycle`), and says which deployment a run uses from the run's name
+(:func:`run_request_limits`), so the scenario can check every instance against that deployment's request limits
+after preparing its media and before any request (:mod:`helm_roboreward.core.request_limits`). The limits stay
+out of the scenario arguments: HELM names summarize tables and instance folders after every scenario argument,
+and per-deployment values would split a subset's tables by model.
 """
 
 import dataclasses
 import fnmatch
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from helm.benchmark.model_deployment_registry import (
+    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
     ModelDeploymentNotFoundError,
     get_default_model_deployment_for_model,
     get_model_deployment,
 )
-from helm.benchmark.model_metadata_registry import model_has_tag
+from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA, model_has_tag
 from helm.benchmark.run_spec import RunSpec
+from helm.common.hierarchical_logger import hlog
 
+from helm_roboreward.core.request_limits import RequestLimits
+from helm_roboreward.helm_layer.model_lifecycle import retired_message, retired_runs_allowed, retirement_of
 from helm_roboreward.helm_layer.model_registry import (
     DECODING_OPTION,
+    EXPECTED,
     LAYOUT_OPTION,
+    LOGPROBS_CLIENTS,
     OFFICIAL,
+    SCORE_OPTION,
     TRANSFORMERS_CLIENT,
     VARIANTS,
     preferred_deployment,
     variant_of,
     variants_served,
 )
+from helm_roboreward.helm_layer.request_limits import limits_for_deployment
 from helm_roboreward.media.selection import FrameOptions
 
 FRAMES = "frames"
@@ -114,6 +130,75 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
     return NATIVE if model_takes_video(model) and client_sends_video(client_class) else FRAMES
 
 
+def check_not_retired(model: str) -> None:
+    """Stop a run naming a model its provider retired, with the successor (unless ``ROBOREWARD_ALLOW_RETIRED=1``).
+
+    Raises:
+        ValueError: ``model`` is retired (see :data:`helm_roboreward.helm_layer.model_lifecycle.RETIRED_MODELS`).
+    """
+    retirement = retirement_of(model)
+    if retirement is not None and not retired_runs_allowed():
+        raise ValueError(retired_message(model, retirement))
+
+
+def without_retired(run_specs: list[RunSpec], model_value: str) -> list[RunSpec]:
+    """Leave retired models out of a model group's ``roboreward`` runs (``model=vlm`` without ``--models-to-run``).
+
+    HELM drops deprecated models from its groups the same way; a retired model named explicitly still stops the
+    run with its successor (:func:`check_not_retired`).
+    """
+    if "/" in model_value or retired_runs_allowed():
+        return run_specs
+    kept = [spec for spec in run_specs
+            if spec.scenario_spec.class_name != SCENARIO_CLASS or retirement_of(spec.adapter_spec.model) is None]
+    for spec in run_specs:
+        retirement = retirement_of(spec.adapter_spec.model)
+        if spec.scenario_spec.class_name == SCENARIO_CLASS and retirement is not None:
+            hlog(f"RoboReward: model={model_value} leaves out {spec.adapter_spec.model} (retired on "
+                 f"{retirement.date.isoformat()}; successor {retirement.successor})")
+    return kept
+
+
+def _named(value: str | None, names: Iterable[str]) -> str | None:
+    """The registered name that a run name's sanitized value (``/`` written ``_``) stands for (None: none, or two)."""
+    if not value:
+        return None
+    found = [name for name in names if name.replace("/", "_") == value]
+    return found[0] if len(found) == 1 else None
+
+
+def deployment_of_run(run_name: str, args: Mapping[str, Any]) -> str | None:
+    """The deployment a ``roboreward`` run uses, recovered from its name and scenario arguments as routing chose it.
+
+    The name holds ``model=`` and, when the entry named one, ``model_deployment=`` (HELM writes ``/`` as ``_``);
+    the arguments hold the departures served by twins (``layout=``, ``decoding=``). None when the name does not
+    say (a run spec built by hand).
+    """
+    parts = dict(part.split("=", 1) for part in run_name.partition(":")[2].split(",") if "=" in part)
+    named = _named(parts.get("model_deployment"), DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT)
+    model = _named(parts.get("model"), MODEL_NAME_TO_MODEL_METADATA)
+    chosen = named or (roboreward_deployment(model) if model else None)
+    if chosen is None or _client_class(chosen) is None:
+        return None
+    return apply_variants(chosen, dict(args))
+
+
+def run_request_limits(run_name: str, args: Mapping[str, Any]) -> tuple[str, RequestLimits] | None:
+    """The deployment of a ``roboreward`` run (by :func:`deployment_of_run`) and its request limits, or None."""
+    deployment = deployment_of_run(run_name, args)
+    if deployment is None:
+        return None
+    return deployment, limits_for_deployment(get_model_deployment(deployment))
+
+
+def roboreward_deployment(model: str) -> str | None:
+    """The deployment a ``roboreward`` run of ``model`` uses when the entry names none (None: HELM has none).
+
+    The package's preferred deployment (:func:`preferred_deployment`), else HELM's default for the model.
+    """
+    return preferred_deployment(model) or get_default_model_deployment_for_model(model) or None
+
+
 def _deployment_of(run_spec: RunSpec) -> str | None:
     """The deployment a run spec names, or the one it would get: the package's, then HELM's default.
 
@@ -134,17 +219,18 @@ def _client_class(deployment: str) -> str | None:
 
 
 def apply_variants(deployment: str, args: dict[str, Any]) -> str:
-    """The deployment serving the departures the run entry asks for (``layout=``, ``decoding=``).
+    """The deployment serving the departures the run entry asks for (``layout=``, ``decoding=``, ``score=``).
 
-    A departure that does not apply to the deployment's client (``layout=one_message`` for a model whose
-    client already sends one message, ``decoding=greedy`` for a model that decodes greedily anyway) changes
-    nothing, and the run name does not show it.
+    ``score=expected`` picks the ``-logprobs`` twin of a client that can record log-probabilities (other clients
+    record none; the run's ``expected_score_coverage`` says so). A departure that does not apply to the
+    deployment's client (``layout=one_message`` for a model whose client already sends one message,
+    ``decoding=greedy`` for a model that decodes greedily anyway) changes nothing, and the run name does not show
+    it.
     """
     for variant in VARIANTS:
-        value = str(args.get(variant.option, OFFICIAL))
-        if value == OFFICIAL:
+        if str(args.get(variant.option, OFFICIAL)) != variant.value:
             continue
-        served = variant_of(deployment, variant.option, value)
+        served = variant_of(deployment, variant.option, variant.value)
         if served is not None:
             deployment = served
     return deployment
@@ -174,7 +260,8 @@ def _named_for_mode(run_name: str, current: str, mode: str, args: dict[str, Any]
     # The run spec stores the frame options under FrameOptions' own field names.
     frame_args = {field.name: args[field.name] for field in dataclasses.fields(FrameOptions) if field.name in args}
     options = [] if mode == NATIVE else FrameOptions(**frame_args).run_name_options()
-    options += [f"{variant.option}={variant.value}" for variant in variants_served(deployment)]
+    options += [f"{variant.option}={variant.value}" for variant in variants_served(deployment)
+                if variant.named_by_routing]
     parts[video:video + 1] = [f"video={mode}", *options]
     return f"{prefix}:{','.join(parts)}"
 
@@ -186,12 +273,17 @@ def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> Run
     """
     if run_spec.scenario_spec.class_name != SCENARIO_CLASS:
         return run_spec
+    check_not_retired(run_spec.adapter_spec.model)
     chosen = _deployment_of(run_spec)
     if chosen is None or _client_class(chosen) is None:
         return run_spec
     args = run_spec.scenario_spec.args
     deployment = apply_variants(chosen, args)
     client_class = _client_class(deployment) or ""
+    if str(args.get(SCORE_OPTION, "")) == EXPECTED and client_class not in LOGPROBS_CLIENTS:
+        hlog(f"RoboReward: score=expected for {deployment}: its client ({client_class.rsplit('.', 1)[-1]}) records "
+             "no answer-token probabilities: expected_score_coverage 0, and the reward-model statistics use the "
+             "parsed score")
     current = str(args.get("video", AUTO))
     # The user's request survives resolution, so a later expander (model after model_deployment, or a
     # deployment override after the model) decides again from it rather than from an earlier guess.

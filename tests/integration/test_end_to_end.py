@@ -1,61 +1,39 @@
 """The real CLIs on the bundled sample: helm-run (plugin loaded by its entry point) then helm-summarize.
 
-Runs in a temporary working directory with ``-o benchmark_output`` (relative), as a user would.
-helm-run gets a private ``--local-path`` whose YAML files link to the repository's ``prod_env/`` ones,
-so HELM's request cache is written there (not into the repository) and the rerun for the
-determinism check computes every answer again instead of reading the first run's cache.
+The suite is the session's shared one (tests/helpers/suite.py, suite ``demo``): ``helm-run --conf-paths
+run_specs/roboreward_sample.conf`` in a temporary working directory with ``-o benchmark_output`` (relative), as a
+user would, with a private ``--local-path`` whose YAML files link to the repository's ``prod_env/`` ones, then
+``helm-summarize`` with the package's schema and ``RoboRewardSummarizer``. This module adds
+
+- a rerun of the uniform-random baseline (fresh output folder, fresh request cache) for the determinism check:
+  it computes every answer again instead of reading the first run's cache;
+- plain ``helm-summarize`` (HELM's own summarizer, the README's "Reproducing the leaderboard" command) on a copy
+  of the suite, so the leaderboard is checked as both summarizers write it.
 """
 
-import json
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.helm_harness import cli
-
-REPO = Path(__file__).resolve().parent.parent
-CONF = REPO / "run_specs" / "roboreward_sample.conf"
-SCHEMA = REPO / "static" / "schema_roboreward.yaml"
-PROD_ENV = REPO / "prod_env"
-METADATA = REPO / "helm_roboreward" / "sample" / "test" / "metadata.jsonl"
-
-SUBSETS = {"sim_arena": "Sim Arena (sample)", "sim_panda": "Sim Panda (sample)", "sim_kuka": "Sim KUKA (sample)"}
-MODELS = {"constant-3": "Constant 3 (baseline)", "uniform-random": "Uniform random (baseline)"}
-MEDIA_PREFIX = "benchmark_output/scenarios/roboreward/"
-TIMEOUT = 300
-
-
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONWARNINGS": "ignore"})
-    return env
-
-
-def private_local_path(folder: Path) -> Path:
-    """A --local-path whose configuration files are links to the repository's prod_env/ files."""
-    folder.mkdir(parents=True)
-    for name in ("model_metadata.yaml", "model_deployments.yaml"):
-        (folder / name).symlink_to(PROD_ENV / name)
-    return folder
-
-
-def helm_run_command(local_path: Path) -> list[str]:
-    return [cli("helm-run"), "--conf-paths", str(CONF), "--suite", "test", "-m", "100",
-            "--local-path", str(local_path), "-o", "benchmark_output"]
-
-
-def check_completed(process: "subprocess.CompletedProcess[str]", what: str) -> None:
-    assert process.returncode == 0, (
-        f"{what} exited with {process.returncode}\n--- stdout (tail)\n{process.stdout[-4000:]}\n"
-        f"--- stderr (tail)\n{process.stderr[-4000:]}"
-    )
+from helm_roboreward.helm_layer.summarizer import MEAN_DISPLAY, MEAN_HEADER
+from tests.helpers.harness import (
+    check_completed,
+    cli,
+    finish_logged,
+    helm_environment,
+    helm_summarize_command,
+    private_local_path,
+    read_json,
+    run_stat,
+    start_logged,
+)
+from tests.helpers.sample import constant_mae, rows_of, sample_rows
+from tests.helpers.suite import MEDIA_PREFIX, MODELS, SUBSETS, SUITE, SampleSuite, run_name
 
 
 @dataclass
@@ -63,71 +41,37 @@ class Suite:
     workdir: Path
     runs: Path
     rerun_runs: Path
+    plain: "subprocess.Popen[str]"
+    """Plain helm-summarize (no summarizer class) on a copy of the suite, started with the rerun."""
+    plain_workdir: Path
 
 
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
-    first = tmp_path_factory.mktemp("e2e")
-    second = tmp_path_factory.mktemp("e2e-rerun")
-    env = environment()
-    # No --plugins: the package's `helm` entry point must load the plugin by itself.
-    run = subprocess.run(helm_run_command(private_local_path(first / "local")), cwd=first, env=env,
-                         capture_output=True, text=True, timeout=TIMEOUT)
-    check_completed(run, "helm-run")
-    # The determinism rerun (fresh output folder, fresh request cache) overlaps with summarize.
-    # Its output goes to files: a full pipe would stall it while summarize runs.
-    with open(second / "stdout.log", "w+") as out, open(second / "stderr.log", "w+") as err:
-        rerun = subprocess.Popen(helm_run_command(private_local_path(second / "local")), cwd=second, env=env,
-                                 stdout=out, stderr=err, text=True)
-        try:
-            # -n 1: summarize renders mako templates in threads, and CPython 3.11.7's ast module can then fail
-            # at random with "SystemError: AST constructor recursion depth mismatch" (seen once here).
-            summarize = subprocess.run(
-                [cli("helm-summarize"), "--suite", "test", "--schema-path", str(SCHEMA), "--schema-validation",
-                 "error", "-o", "benchmark_output", "--local-path", str(PROD_ENV), "-n", "1"],
-                cwd=first, env=env, capture_output=True, text=True, timeout=TIMEOUT,
-            )
-            check_completed(summarize, "helm-summarize")
-            rerun.wait(timeout=TIMEOUT)
-        finally:
-            if rerun.poll() is None:
-                rerun.kill()
-                rerun.wait()
-        out.seek(0)
-        err.seek(0)
-        check_completed(subprocess.CompletedProcess(rerun.args, rerun.returncode, out.read(), err.read()),
-                        "helm-run (rerun)")
-    return Suite(first, first / "benchmark_output" / "runs" / "test", second / "benchmark_output" / "runs" / "test")
+def suite(sample_suite: SampleSuite, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    rerun = tmp_path_factory.mktemp("e2e-rerun")
+    plain = sample_suite.copy(tmp_path_factory.mktemp("e2e-plain"), summarized=False)
+    # The rerun (no --plugins either) and the plain summarize run at once; their output goes to files.
+    entries = [f"roboreward:subset={subset},data=sample,model=baseline/uniform-random" for subset in SUBSETS]
+    command = [cli("helm-run"), "-r", *entries, "--suite", SUITE, "-m", "100", "--local-path",
+               str(private_local_path(rerun / "local")), "-o", "benchmark_output"]
+    process = start_logged(command, rerun, helm_environment(), rerun / "helm-run.log")
+    summarize = start_logged(helm_summarize_command(SUITE, summarizer=False), plain.workdir, helm_environment(),
+                             plain.workdir / "helm-summarize.log")
+    try:
+        code, output = finish_logged(process, rerun / "helm-run.log")
+        check_completed(subprocess.CompletedProcess(command, code, output, output), "helm-run (rerun)")
+        yield Suite(sample_suite.workdir, sample_suite.runs(), rerun / "benchmark_output" / "runs" / SUITE, summarize,
+                    plain.workdir)
+    finally:
+        finish_logged(summarize, plain.workdir / "helm-summarize.log")
 
 
-def read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
-def sample_rows() -> list[dict[str, Any]]:
-    with open(METADATA, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def rows_of(subset: str) -> list[dict[str, Any]]:
-    return [row for row in sample_rows() if row["file_name"].split("/")[0] == subset]
-
-
-def run_name(subset: str, model: str) -> str:
-    return f"roboreward:subset={subset},data=sample,video=frames,model=baseline_{model}"
-
-
-def run_stat(run_dir: Path, name: str) -> float:
-    """The run-level value of a stat (test split, no perturbation)."""
-    matches = [s for s in read_json(run_dir / "stats.json") if s["name"] == {"name": name, "split": "test"}]
-    assert len(matches) == 1, f"{name} in {run_dir.name}: {len(matches)} entries"
-    return matches[0]["mean"]
-
-
-def constant_mae(subset: str) -> float:
-    rows = rows_of(subset)
-    return sum(abs(3 - row["reward"]) for row in rows) / len(rows)
+@pytest.fixture(scope="module")
+def plain_runs(suite: Suite) -> Path:
+    """The suite as plain helm-summarize (HELM's own summarizer, the README's leaderboard command) leaves it."""
+    code, output = finish_logged(suite.plain, suite.plain_workdir / "helm-summarize.log")
+    check_completed(subprocess.CompletedProcess(suite.plain.args, code, output, output), "plain helm-summarize")
+    return suite.plain_workdir / "benchmark_output" / "runs" / SUITE
 
 
 def answers(run_dir: Path) -> dict[str, str]:
@@ -147,7 +91,7 @@ def test_six_runs(suite: Suite) -> None:
 @pytest.mark.parametrize("subset", SUBSETS)
 def test_constant_baseline_mae_matches_the_metadata(suite: Suite, subset: str) -> None:
     run_dir = suite.runs / run_name(subset, "constant-3")
-    expected = constant_mae(subset)
+    expected = constant_mae(rows_of(subset))
     assert run_stat(run_dir, "abs_error") == pytest.approx(expected, abs=1e-12)
     assert run_stat(run_dir, "macro_mae") == pytest.approx(expected, abs=1e-12)
     assert run_stat(run_dir, "num_subsets") == 1
@@ -195,8 +139,10 @@ def test_uniform_random_baseline_is_not_constant(suite: Suite) -> None:
     assert len(all_answers) >= 3
 
 
-def test_leaderboard_table(suite: Suite) -> None:
-    tables = read_json(suite.runs / "groups" / "roboreward_sample.json")
+@pytest.mark.parametrize("summarizer, mean_header", [("plain", MEAN_HEADER), ("ours", MEAN_DISPLAY)])
+def test_leaderboard_table(suite: Suite, request: pytest.FixtureRequest, summarizer: str, mean_header: str) -> None:
+    runs = request.getfixturevalue("plain_runs") if summarizer == "plain" else suite.runs
+    tables = read_json(runs / "groups" / "roboreward_sample.json")
     table = next(t for t in tables if t["name"] == "accuracy")
     header = [cell["value"] for cell in table["header"]]
     for display_name in SUBSETS.values():
@@ -216,11 +162,11 @@ def test_leaderboard_table(suite: Suite) -> None:
         for subset, column in column_of.items():
             expected = run_stat(suite.runs / run_name(subset, model), "abs_error")
             if model == "constant-3":
-                assert expected == pytest.approx(constant_mae(subset), abs=1e-12)
+                assert expected == pytest.approx(constant_mae(rows_of(subset)), abs=1e-12)
             assert row[column]["value"] == pytest.approx(expected, abs=1e-12)
             assert row[column]["run_spec_names"] == [run_name(subset, model)]
             maes.append(expected)
-        mean_column = header.index("Mean score")
+        mean_column = header.index(mean_header)
         assert row[mean_column]["value"] == pytest.approx(sum(maes) / len(maes), abs=1e-12)
 
 
@@ -263,3 +209,39 @@ def test_requests_leak_no_label_and_point_into_benchmark_output(suite: Suite) ->
                 assert not any(stem in location for stem in stems), location
                 seen_media += 1
     assert seen_media > 0
+
+
+# --- Reward-model metrics on the demo suite (docs/reward_metrics.md) ------------------------------------------
+
+PAIRS = {"sim_arena": (4, 0, 0), "sim_panda": (15, 5, 5), "sim_kuka": (13, 5, 5)}
+"""Per subset: same-task preference pairs, ladder videos, clip episodes of the bundled sample."""
+
+
+@pytest.mark.parametrize("subset", SUBSETS)
+def test_constant_baseline_ties_every_pair(suite: Suite, subset: str) -> None:
+    """Constant 3 orders nothing: every pair ties (counted half), so each ordering accuracy is exactly 0.5."""
+    run_dir = suite.runs / run_name(subset, "constant-3")
+    pairs, videos, episodes = PAIRS[subset]
+    assert run_stat(run_dir, "preference_pairs") == pairs
+    assert run_stat(run_dir, "ladder_videos") == videos
+    assert run_stat(run_dir, "clip_episodes") == episodes
+    assert run_stat(run_dir, "preference_accuracy") == 0.5
+    assert run_stat(run_dir, "success_auroc") == 0.5
+    assert run_stat(run_dir, "success_mcc") == 0.0
+    if videos:
+        assert run_stat(run_dir, "ladder_accuracy") == 0.5 and run_stat(run_dir, "ladder_tau_b") == 0.0
+    if episodes:
+        assert run_stat(run_dir, "clip_accuracy") == 0.5
+
+
+def test_reward_model_table_on_the_leaderboard(suite: Suite) -> None:
+    tables = read_json(suite.runs / "groups" / "roboreward_sample.json")
+    table = next(t for t in tables if t["name"] == "reward_model")
+    header = [cell["value"] for cell in table["header"]]
+    rows = {row[0]["value"]: row for row in table["rows"]}
+    assert set(rows) == set(MODELS.values())
+    column = next(i for i, value in enumerate(header) if value.startswith("Preference acc"))
+    assert rows[MODELS["constant-3"]][column]["value"] == 0.5
+    random_value = rows[MODELS["uniform-random"]][column]["value"]
+    subsets = [run_stat(suite.runs / run_name(subset, "uniform-random"), "preference_accuracy") for subset in SUBSETS]
+    assert random_value == pytest.approx(sum(subsets) / len(subsets), abs=1e-12)  # macro over subsets

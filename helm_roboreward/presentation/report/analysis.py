@@ -25,6 +25,7 @@ from helm_roboreward.presentation.report.bootstrap import (
     bootstrap_paired_differences,
     cluster_ids,
 )
+from helm_roboreward.presentation.report.calibration import CalibrationSummary, calibration_summaries
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
 from helm_roboreward.presentation.report.reward_model import RewardModelSummary, reward_model_summaries
 
@@ -130,6 +131,9 @@ class ReportData:
     reward_models: list[RewardModelSummary] = field(default_factory=list)
     """Ordering and success statistics per model (parsed scores; expected scores where recorded), ranked as
     :attr:`models`."""
+
+    calibration: list[CalibrationSummary] = field(default_factory=list)
+    """Expected-score MAE and P(5) calibration of the models with expected scores, ranked as :attr:`models`."""
 
 
 def subset_order(subsets: Sequence[str]) -> list[str]:
@@ -267,4 +271,5 @@ def analyse(suite: SuiteRows, settings: Settings) -> ReportData:
     ranked = [suite.models[column] for column in order]
     reward_models = reward_model_summaries(ranked, settings.resamples, settings.seed, settings.confidence)
     return ReportData(suite.suite, settings, subset_summaries, [summaries[column] for column in order],
-                      pair_summaries, list(suite.warnings), list(suite.notes), reward_models)
+                      pair_summaries, list(suite.warnings), list(suite.notes), reward_models,
+                      calibration_summaries(ranked))

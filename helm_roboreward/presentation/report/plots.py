@@ -18,6 +18,7 @@ INSTALL_HINT = "pip install 'helm-roboreward[report]' (or pip install matplotlib
 HEATMAP_FILE = "mae_heatmap.png"
 MACRO_FILE = "macro_mae.png"
 REWARD_MODEL_PLOT = "reward_model.png"
+RELIABILITY_PLOT = "reliability.png"
 DPI = 120
 OUT_FIX = "remove it, or choose another --out"
 """What to do when a report file's path is refused (a link or file planted in the --out folder)."""
@@ -123,6 +124,30 @@ def plot_reward_model(data: ReportData, out_dir: str, name: str) -> None:
     _save(pyplot, figure, out_dir, name)
 
 
+def plot_reliability(data: ReportData, out_dir: str, name: str) -> None:
+    """Reliability diagram of P(5): per model, each non-empty bin's mean P(5) against its share of gold 5.
+
+    Marker area grows with the bin's row count; the diagonal is perfect calibration.
+    """
+    pyplot = require_matplotlib()
+    figure, axes = pyplot.subplots(figsize=(5.5, 5.0))
+    axes.plot([0.0, 1.0], [0.0, 1.0], color="grey", linestyle="--", linewidth=0.8, label="perfectly calibrated")
+    for summary in data.calibration:
+        xs = [b.mean_probability for b in summary.bins]
+        ys = [b.success_rate for b in summary.bins]
+        sizes = [20.0 + 180.0 * b.count / summary.with_distribution for b in summary.bins]
+        line = axes.plot(xs, ys, linewidth=1.0, label=f"{summary.display_name} (ECE {summary.ece:.3f})")[0]
+        axes.scatter(xs, ys, s=sizes, color=line.get_color(), alpha=0.7)
+    axes.set_xlim(0.0, 1.0)
+    axes.set_ylim(0.0, 1.0)
+    axes.set_xlabel("mean predicted P(5) in the bin")
+    axes.set_ylabel("share of rows with gold 5")
+    axes.set_title(f"Success calibration, suite {data.suite} (score=expected; 10 equal-width bins)", fontsize=10)
+    axes.legend(fontsize=8, loc="upper left")
+    axes.grid(alpha=0.3)
+    _save(pyplot, figure, out_dir, name)
+
+
 def plot_confusion(model: ModelSummary, out_dir: str, name: str) -> None:
     """Gold 1..5 (rows) by predicted 1..5 / other / invalid (columns); failed requests counted in the title."""
     pyplot = require_matplotlib()
@@ -155,6 +180,9 @@ def write_plots(data: ReportData, out_dir: str) -> list[str]:
     if data.reward_models:
         names.append(REWARD_MODEL_PLOT)
         plot_reward_model(data, out_dir, REWARD_MODEL_PLOT)
+    if data.calibration:
+        names.append(RELIABILITY_PLOT)
+        plot_reliability(data, out_dir, RELIABILITY_PLOT)
     for model in data.models:
         names.append(confusion_file(model.model))
         plot_confusion(model, out_dir, names[-1])

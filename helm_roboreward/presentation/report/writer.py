@@ -15,6 +15,7 @@ from helm_roboreward.presentation.report.plots import (
     HEATMAP_FILE,
     MACRO_FILE,
     OUT_FIX,
+    RELIABILITY_PLOT,
     REWARD_MODEL_PLOT,
     confusion_file,
 )
@@ -24,6 +25,7 @@ LEADERBOARD_FILE = "leaderboard.csv"
 SUBSET_FILE = "subset_mae.csv"
 PAIRWISE_FILE = "pairwise.csv"
 REWARD_MODEL_FILE = "reward_model.csv"
+CALIBRATION_FILE = "calibration.csv"
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -152,6 +154,22 @@ def _reward_model(data: ReportData) -> list[str]:
     return lines
 
 
+def _calibration(data: ReportData) -> list[str]:
+    if not data.calibration:
+        return []
+    lines = ["", "## Expected-score calibration", "",
+             "Models with recorded expected scores (`score=expected` runs whose client returned the answer token's "
+             "probabilities). Expected MAE: |expected score - gold|, averaged per subset, then over subsets; the "
+             "parsed MAE beside it is on the same rows. P(5) (the probability of the score 5) against \"gold is "
+             "5\", pooled over the model's rows: Brier score and expected calibration error (10 equal-width bins). "
+             "Rows without a distribution are left out here and counted in the first columns. Also in "
+             f"`{CALIBRATION_FILE}`.", "", f"![Reliability diagram of P(5)]({RELIABILITY_PLOT})", ""]
+    rows = [[c.display_name, str(c.rows), str(c.with_distribution), _number(c.expected_mae), _number(c.parsed_mae),
+             _number(c.brier), _number(c.ece), _number(c.base_rate)] for c in data.calibration]
+    return lines + _table(["Model", "Rows", "With distribution", "Expected MAE", "Parsed MAE (same rows)",
+                           "Brier P(5)", "ECE P(5)", "Share gold 5"], rows)
+
+
 def _subsets(data: ReportData) -> list[str]:
     settings = data.settings
     lines = ["", "## Per-subset MAE", "", f"![MAE per model and subset]({HEATMAP_FILE})", "",
@@ -224,7 +242,8 @@ def _method(data: ReportData) -> list[str]:
 
 def render_markdown(data: ReportData) -> str:
     """The whole ``report.md``."""
-    sections = [_intro, _leaderboard, _macro, _pairwise, _reward_model, _subsets, _failures, _confusions, _method]
+    sections = [_intro, _leaderboard, _macro, _pairwise, _reward_model, _calibration, _subsets, _failures,
+                _confusions, _method]
     return "\n".join(line for section in sections for line in section(data)) + "\n"
 
 
@@ -266,6 +285,15 @@ def write_report(data: ReportData, out_dir: str) -> list[str]:
                for name, value in values.items()]
             + [[summary.model, summary.score, "all", name, str(count), "", ""]
                for summary in data.reward_models for name, count in summary.counts.items()]),
+        **({CALIBRATION_FILE: _csv_text(
+            ["model", "row", "rows", "with_distribution", "expected_mae", "parsed_mae", "brier", "ece",
+             "base_rate", "bin_low", "bin_high", "bin_rows", "bin_mean_probability", "bin_success_rate"],
+            [[c.model, "summary", str(c.rows), str(c.with_distribution), _number(c.expected_mae, 6),
+              _number(c.parsed_mae, 6), _number(c.brier, 6), _number(c.ece, 6), _number(c.base_rate, 6),
+              "", "", "", "", ""] for c in data.calibration]
+            + [[c.model, "bin", "", "", "", "", "", "", "", _number(b.low, 2), _number(b.high, 2), str(b.count),
+                _number(b.mean_probability, 6), _number(b.success_rate, 6)] for c in data.calibration for b in c.bins])}
+           if data.calibration else {}),
         PAIRWISE_FILE: _csv_text(
             ["model_a", "model_b", "difference", "ci_low", "ci_high", "separated", "shared_rows", "subsets"],
             [[p.first_model, p.second_model, *(f"{value:.6f}" for value in (p.difference.interval.estimate,
