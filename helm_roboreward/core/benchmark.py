@@ -55,7 +55,8 @@ class Subset:
 
     short_display_name: str = ""
     """Column header when ``display_name`` is longer than the HELM viewer shows uncut (it cuts titles of about 25+
-    characters with "..."; tests/integration/test_browser.py checks every header); the full name stays in the description."""
+    characters with "..."; tests/integration/test_browser.py checks every header); the full name stays in the
+    description."""
 
 
 # The 23 test subsets in official leaderboard order (docs/protocol.md, section 1).

@@ -77,6 +77,6 @@ def price_of(prices: dict[str, Price], model: str, path: str) -> Price:
     """
     if model not in prices:
         raise PriceError(f"--prices {path}: no price for {model}; add '{model}: {{input: <USD per million "
-                         "tokens>, output: <USD per million tokens>}}' (from the provider's price page), or leave "
+                         "tokens>, output: <USD per million tokens>}' (from the provider's price page), or leave "
                          "the model out of the estimate")
     return prices[model]

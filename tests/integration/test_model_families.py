@@ -823,7 +823,8 @@ def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: dic
     assert defaults["after"] == defaults["before"]
     assert not any(str(name).startswith("vllm/") or str(name).endswith(("-one-message", "-greedy", "-logprobs"))
                    for name in defaults["after"].values()), defaults
-    assert not any(str(name).endswith(("-one-message", "-greedy", "-logprobs")) for name in defaults["ours"].values()), defaults
+    assert not any(str(name).endswith(("-one-message", "-greedy", "-logprobs"))
+                   for name in defaults["ours"].values()), defaults
 
 
 @pytest.mark.parametrize("model, deployment", list(ROUTING_TABLE),
