@@ -49,10 +49,11 @@ the text first, then the media in order; max_tokens from the request (the protoc
 """
 
 import base64
+import hashlib
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from helm.clients.client import CachingClient
@@ -69,6 +70,7 @@ from helm.common.request import (
 )
 
 from helm_roboreward.core.files import file_digest
+from helm_roboreward.helm_layer.clients.concurrency import request_cache, shared_openai_client
 
 DATA_URL = "data_url"
 FILE_URL = "file_url"
@@ -244,7 +246,9 @@ class OpenAIVideoClient(CachingClient):
         top_logprobs: int = 0,
     ) -> None:
         """Args: see the module docstring; ``base_url`` is the server's ``.../v1`` URL."""
-        super().__init__(cache_config=cache_config)
+        super().__init__(cache_config=None)  # type: ignore[arg-type]  # HELM's: None is no cache; ours follows
+        if cache_config is not None:  # HELM's SQLite cache over one connection per file and process (concurrency.py)
+            self.cache = request_cache(cache_config)
         if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0:
             raise ValueError(f"top_logprobs must be a whole number >= 0 (0: no log-probabilities), "
                              f"got {top_logprobs!r}")
@@ -257,10 +261,7 @@ class OpenAIVideoClient(CachingClient):
                 "OpenAIVideoClient needs base_url: set <host>BaseUrl in prod_env/credentials.conf "
                 "(e.g. vllmBaseUrl: \"http://localhost:8000/v1\") or base_url in the deployment's client_spec args"
             )
-        from openai import OpenAI
-
-        self.client = OpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=max_retries,
-                             timeout=timeout_seconds)
+        self.client = shared_openai_client(base_url, api_key or "EMPTY", max_retries, timeout_seconds)
         self.served_model_name = served_model_name
         self.video_transport = video_transport
         self.video_io: dict[str, Any] = {
@@ -271,75 +272,86 @@ class OpenAIVideoClient(CachingClient):
         self.decoding = decoding
         self.top_logprobs = top_logprobs
 
-    def _part(self, media: MediaObject) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The content part for one media object and its cache-key stand-in (no bytes, no paths)."""
+    def _part(self, media: MediaObject) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
+        """How to build the content part for one media object, and its cache-key stand-in (no bytes, no paths).
+
+        Each file is read once: its SHA-256 (the key) comes from the bytes in memory, and the base64 data URL is
+        built from the same bytes only when the part is built (a cache miss).
+        """
         if media.is_type("text"):
             part = {"type": "text", "text": media.text or ""}
-            return part, part
+            return lambda: part, part
         if not media.location:
             raise ValueError(f"media object without a location: {media.content_type}")
-        digest = file_digest(media.location)
+        if media.is_type("video") and self.video_transport == FILE_URL:
+            url = "file://" + os.path.abspath(media.location)
+            return (lambda: {"type": "video_url", "video_url": {"url": url}},
+                    {"type": "video_url", "sha256": file_digest(media.location), "transport": FILE_URL})
+        with open(media.location, "rb") as handle:
+            data = handle.read()
+        digest = hashlib.sha256(data).hexdigest()
+        content_type = media.content_type
         if media.is_type("video"):
-            if self.video_transport == FILE_URL:
-                url = "file://" + os.path.abspath(media.location)
-            else:
-                url = self._data_url(media)
-            return ({"type": "video_url", "video_url": {"url": url}},
+            return (lambda: {"type": "video_url", "video_url": {"url": _data_url(content_type, data)}},
                     {"type": "video_url", "sha256": digest, "transport": self.video_transport})
         if media.is_type("image"):
-            return ({"type": "image_url", "image_url": {"url": self._data_url(media)}},
+            return (lambda: {"type": "image_url", "image_url": {"url": _data_url(content_type, data)}},
                     {"type": "image_url", "sha256": digest})
         raise ValueError(f"OpenAIVideoClient cannot send {media.content_type} media")
-
-    @staticmethod
-    def _data_url(media: MediaObject) -> str:
-        assert media.location is not None
-        with open(media.location, "rb") as handle:
-            encoded = base64.b64encode(handle.read()).decode("ascii")
-        return f"data:{media.content_type};base64,{encoded}"
 
     def _extra_body(self) -> dict[str, Any]:
         return {"media_io_kwargs": {"video": dict(self.video_io)}} if self.video_io else {}
 
     def _build(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
         """The request body and its cache key."""
+        make_body, key = self._prepare(request)
+        return make_body(), key
+
+    def _prepare(self, request: Request) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
+        """A function building the request body (media encoded only when called) and the request's cache key."""
         if request.multimodal_prompt is not None:
             pairs = [self._part(media) for media in request.multimodal_prompt.media_objects]
-            content: Any = [part for part, _ in pairs]
+            parts: list[Callable[[], dict[str, Any]]] | None = [part for part, _ in pairs]
             key_content: Any = [key for _, key in pairs]
         else:
-            content = key_content = request.prompt
-        body: dict[str, Any] = {
+            parts, key_content = None, request.prompt
+        fields: dict[str, Any] = {
             "model": self.served_model_name or request.model_engine,
-            "messages": [{"role": "user", "content": content}],
             "max_tokens": request.max_tokens,
             "n": request.num_completions,
         }
         if self.decoding == REQUEST_DECODING:
-            body["temperature"] = request.temperature
+            fields["temperature"] = request.temperature
         elif self.decoding == GREEDY_DECODING:
-            body["temperature"] = 0.0
+            fields["temperature"] = 0.0
         if request.stop_sequences:
-            body["stop"] = list(request.stop_sequences)
+            fields["stop"] = list(request.stop_sequences)
         if self.top_logprobs:  # absent when off: the request and its cache key stay those of before the option
-            body["logprobs"] = True
-            body["top_logprobs"] = self.top_logprobs
+            fields["logprobs"] = True
+            fields["top_logprobs"] = self.top_logprobs
         extra = self._extra_body()
-        key = {**{k: v for k, v in body.items() if k != "messages"}, "content": key_content, "extra_body": extra,
+        key = {**fields, "content": key_content, "extra_body": extra,
                **({} if self.decoding == REQUEST_DECODING else {"decoding": self.decoding})}
-        return {**body, **({"extra_body": extra} if extra else {})}, dict(CachingClient.make_cache_key(key, request))
+
+        def make_body() -> dict[str, Any]:
+            content: Any = [part() for part in parts] if parts is not None else request.prompt
+            body = {"model": fields["model"], "messages": [{"role": "user", "content": content}],
+                    **{k: v for k, v in fields.items() if k != "model"}}
+            return {**body, **({"extra_body": extra} if extra else {})}
+
+        return make_body, dict(CachingClient.make_cache_key(key, request))
 
     def make_request(self, request: Request) -> RequestResult:
         """Send one chat completion (or serve it from the cache)."""
         import openai
 
         try:
-            body, cache_key = self._build(request)
+            make_body, cache_key = self._prepare(request)
         except (OSError, ValueError) as error:
             return _failure(f"cannot build the request: {error}", retriable=False)
 
         def do_it() -> dict[str, Any]:
-            response: dict[str, Any] = self.client.chat.completions.create(**body).model_dump(mode="json")
+            response: dict[str, Any] = self.client.chat.completions.create(**make_body()).model_dump(mode="json")
             return trim_alternatives(response)
 
         try:
@@ -392,6 +404,10 @@ def completion_from_choice(choice: dict[str, Any], usage: dict[str, Any] | None,
                                    "its answer text: no score_token_logprobs for it (logged once)")
     return GeneratedOutput(text=text, logprob=0.0, tokens=[], finish_reason=finish,
                            thinking=Thinking(text=thinking) if thinking else None)
+
+
+def _data_url(content_type: str, data: bytes) -> str:
+    return f"data:{content_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _failure(message: str, retriable: bool) -> RequestResult:
