@@ -236,7 +236,7 @@ def test_constant_baseline_ties_every_pair(suite: Suite, subset: str) -> None:
 
 def test_reward_model_table_on_the_leaderboard(suite: Suite) -> None:
     tables = read_json(suite.runs / "groups" / "roboreward_sample.json")
-    table = next(t for t in tables if t["name"] == "reward_model")
+    table = next(t for t in tables if t["name"] == "reward_model_all")  # the summarizer's table over all subsets
     header = [cell["value"] for cell in table["header"]]
     rows = {row[0]["value"]: row for row in table["rows"]}
     assert set(rows) == set(MODELS.values())
@@ -245,3 +245,5 @@ def test_reward_model_table_on_the_leaderboard(suite: Suite) -> None:
     random_value = rows[MODELS["uniform-random"]][column]["value"]
     subsets = [run_stat(suite.runs / run_name(subset, "uniform-random"), "preference_accuracy") for subset in SUBSETS]
     assert random_value == pytest.approx(sum(subsets) / len(subsets), abs=1e-12)  # macro over subsets
+    pairs_column = header.index("# preference pairs")
+    assert rows[MODELS["constant-3"]][pairs_column]["value"] == sum(pairs for pairs, _, _ in PAIRS.values())
