@@ -36,7 +36,7 @@ distance) >= GOOD_PROGRESS; 2 held, lifted or nudged toward the goal; 1 otherwis
 
 Everything derives from ``--seed``: reruns write the same metadata, states and decoded frames.
 
-Usage: ``python scripts/make_sim_sample.py [--out DIR] [--seed N] [--jobs N]``
+Usage: ``python scripts/make_sim_sample.py [--out DIR] [--seed N] [--jobs N] [--episodes N]``
 """
 
 from __future__ import annotations
@@ -64,16 +64,21 @@ def folder_size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
-def write_sample(out: Path, seed: int, processes: int) -> tuple[int, int]:
-    """Generate the sample into ``out``; returns the number of rows and the total size in bytes."""
+def write_sample(out: Path, seed: int, processes: int, episodes: int | None = None) -> tuple[int, int]:
+    """Generate the sample into ``out``; returns the number of rows and the total size in bytes.
+
+    With ``episodes``, only that many episodes per subset, and no README (a partial sample, for checks).
+    """
     test_dir = out / SPLIT
     if test_dir.exists():
         shutil.rmtree(test_dir)
     test_dir.mkdir(parents=True)
-    rows = generate(test_dir, seed, processes)
+    rows = generate(test_dir, seed, processes, episodes)
     (test_dir / METADATA_FILE).write_text(metadata_text(rows), encoding="utf-8", newline="\n")
     (out / STATE_FILE).write_text(state_text(rows), encoding="utf-8", newline="\n")
     data_bytes = folder_size(test_dir) + (out / STATE_FILE).stat().st_size
+    if episodes is not None:
+        return len(rows), data_bytes
     (out / "README.md").write_text(render_readme(rows, seed, data_bytes), encoding="utf-8", newline="\n")
     return len(rows), data_bytes + (out / "README.md").stat().st_size
 
@@ -84,13 +89,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="parallel simulation processes; the output does not depend on it (default: %(default)s)")
-    return parser.parse_args(argv)
+    parser.add_argument("--episodes", type=int, default=None,
+                        help="only the first N episodes of each subset: a partial sample without README, whose rows "
+                             "and videos equal the whole sample's (a determinism spot check)")
+    args = parser.parse_args(argv)
+    if args.episodes is not None and args.episodes < 1:
+        parser.error("--episodes must be at least 1")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    count, total = write_sample(args.out, args.seed, args.jobs)
+    count, total = write_sample(args.out, args.seed, args.jobs, args.episodes)
     elapsed = time.perf_counter() - started
     print(f"wrote {count} rows to {args.out}: {total / 1e6:.2f} MB ({total} bytes) in {elapsed:.1f} s")
     if total > MAX_BYTES:

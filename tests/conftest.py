@@ -1,19 +1,23 @@
 """Fixtures shared across the test tree.
 
 - ``sample_suite`` (session): the real ``helm-run`` + ``helm-summarize`` over the bundled sample, built once
-  (:mod:`tests.helpers.suite`) and shared by the end-to-end, report, browser, leak, missing-media and
-  path-safety tests. Read it, never change it: the fixture fails the session if anything under its
-  ``benchmark_output`` changed.
+  (:mod:`tests.helpers.suite`; once for all pytest-xdist workers too) and shared by the end-to-end, report,
+  browser, leak, missing-media and path-safety tests. Read it, never change it: the fixture fails the session if
+  anything under its ``benchmark_output`` changed.
 - ``copy_suite`` (function): private copies of it, for the tests that damage or extend a suite.
 - ``tiny_qwen3vl`` / ``tiny_qwen3vl_moe`` (session): the tiny random-weight Qwen3-VL checkpoints;
   ``tiny_qwen3vl_digits`` (session): the dense one answering one digit 1..5 (score-token log-probabilities).
 
 And one scheduling hook: when the sample regeneration test (minutes of pybullet CPU, waiting on nothing else) is
 selected, its generator starts in the background at low priority right after collection and the test runs last
-(tests/helpers/regeneration.py), so the generation fills the cores the rest of the suite leaves idle.
+(tests/helpers/regeneration.py), so the generation fills the cores the rest of the suite leaves idle. Under
+pytest-xdist (``scripts/test`` runs two workers, ``--dist loadfile``) the test instead goes first and generates in
+its worker while the other worker runs the rest.
 """
 
 import importlib.util
+import os
+import pickle
 from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
@@ -29,10 +33,19 @@ if TYPE_CHECKING:  # imported when first used: collecting the unit tests needs n
 
 @pytest.hookimpl(trylast=True)  # after -m / -k deselection: only a test that will run starts its generator
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    distributed = hasattr(config, "workerinput")
+    if distributed:
+        # pytest-xdist (scripts/test): every worker collects every test, in this same order, and the scheduler
+        # hands out files in that order. The long whole-pipeline modules go first, so short unit tests fill the
+        # end instead of one worker finishing a long module alone.
+        items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/integration/") else 1)
     chosen = [item for item in items if item.nodeid == regeneration.TEST_ID]
     if not chosen or config.option.collectonly or importlib.util.find_spec("pybullet") is None:
         return
     items.remove(chosen[0])
+    if distributed:  # first of all: the worker that gets its file generates while the other runs the rest
+        items.insert(0, chosen[0])
+        return
     items.append(chosen[0])
     regeneration.start_in_background()
 
@@ -45,7 +58,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def sample_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SampleSuite"]:
     from tests.helpers.suite import build_sample_suite
 
-    suite = build_sample_suite(tmp_path_factory.mktemp("sample-suite"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # pytest-xdist: the first worker to get here builds it in the folder the session's workers share (their
+        # base temporary folders' parent), the others wait on the lock and read what it recorded.
+        from filelock import FileLock
+
+        shared = tmp_path_factory.getbasetemp().parent / "sample-suite"
+        record = shared / "suite.pickle"
+        with FileLock(f"{shared}.lock"):
+            if record.exists():
+                suite = pickle.loads(record.read_bytes())
+            else:
+                shared.mkdir()
+                suite = build_sample_suite(shared)
+                record.write_bytes(pickle.dumps(suite))
+    else:
+        suite = build_sample_suite(tmp_path_factory.mktemp("sample-suite"))
     steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in suite.timings.items())
     print(f"\n[sample_suite] built in {suite.workdir.parent}: {steps}")
     yield suite

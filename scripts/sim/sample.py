@@ -215,14 +215,22 @@ def run_job(job: Job) -> list[Row]:
     return natural_rows(episode) if episode.plan.natural else openx_rows(episode)
 
 
-def generate(test_dir: Path, seed: int, processes: int) -> list[Row]:
-    """Every row of the sample, sorted by file name (videos are written under ``test_dir``)."""
+def generate(test_dir: Path, seed: int, processes: int, episodes: int | None = None) -> list[Row]:
+    """Every row of the sample, sorted by file name (videos are written under ``test_dir``).
+
+    ``episodes``: only the first ``episodes`` episodes of each subset (a spot check: each episode is simulated
+    in a fresh process from its own seed, so its rows and videos are those of the whole sample's).
+    """
     jobs = make_jobs(seed, test_dir)
+    if episodes is not None:
+        jobs = [job for job in jobs if job.episode_index < episodes]
     # One fresh process per episode, even with processes=1: no episode can depend on what ran before it in
     # the same process, so the output does not depend on --jobs by construction.
     with multiprocessing.get_context("spawn").Pool(max(1, processes), maxtasksperchild=1) as pool:
         results = pool.map(run_job, jobs, chunksize=1)
     rows = sorted((row for result in results for row in result), key=lambda row: row.file_name)
+    if episodes is not None:
+        return rows
     for plan in SUBSET_PLANS:
         missing = set(range(1, MAX_SCORE + 1)) - {row.reward for row in rows if row.subset == plan.id}
         if missing:

@@ -1,6 +1,7 @@
 """Regenerating the simulated sample (``scripts/make_sim_sample.py``) in a subprocess that may start early.
 
-The regeneration test compares a fresh generation with the bundled sample. Generating takes minutes of CPU
+The regeneration test compares a fresh generation (the first :data:`EPISODES` episodes of each subset, or all of
+them) with the bundled sample. Generating everything takes minutes of CPU
 (pybullet rollouts) and waits on nothing else, so ``tests/conftest.py`` starts it in the background, at low
 priority, as soon as collection selects that test, and runs the test last: the generation then uses the cores
 the rest of the suite leaves idle instead of adding its own wall time. Run alone, the test generates in the
@@ -23,6 +24,10 @@ GENERATOR = REPO / "scripts" / "make_sim_sample.py"
 SIM_SAMPLE_DIR = Path(os.environ.get("ROBOREWARD_SIM_SAMPLE_DIR") or REPO / "helm_roboreward" / "sample")
 """The sample folder the tests check: ``$ROBOREWARD_SIM_SAMPLE_DIR`` or the bundled ``helm_roboreward/sample``."""
 TEST_ID = "tests/data/test_sim_sample.py::test_regeneration_is_deterministic"
+EPISODES: int | None = None if os.environ.get("ROBOREWARD_FULL_REGENERATION") == "1" else 2
+"""Episodes per subset to regenerate: 2 by default (a spot check, about 45 s of CPU instead of about 160 s; every
+episode is simulated in a fresh process from its own seed, so they are the whole sample's rows and videos), every
+episode with ``ROBOREWARD_FULL_REGENERATION=1``."""
 TIMEOUT = 900
 BACKGROUND_NICENESS = 10
 
@@ -74,8 +79,11 @@ def start(root: Path, seed: str, niceness: int = 0) -> Regeneration:
     def lower_priority() -> None:
         os.nice(niceness)
 
+    command = [sys.executable, str(GENERATOR), "--out", str(root / "sample"), "--seed", seed]
+    if EPISODES is not None:
+        command += ["--episodes", str(EPISODES)]
     with open(root / "generator.log", "wb") as log:
-        process = subprocess.Popen([sys.executable, str(GENERATOR), "--out", str(root / "sample"), "--seed", seed],
+        process = subprocess.Popen(command,
                                    cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                    preexec_fn=lower_priority if niceness else None)
     return Regeneration(root, seed, process)
