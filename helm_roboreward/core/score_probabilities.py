@@ -24,21 +24,23 @@ gets; nothing here falls back to the parsed score.
 """
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE
-from helm_roboreward.core.scoring import parse_progress_score
+from helm_roboreward.core.scoring import (  # noqa: F401  (the patterns: one definition, the official rule's)
+    _ANSWER_PATTERN,
+    _LEADING_NUMBER_PATTERN,
+    official_number_match,
+    parse_progress_score,
+)
+
+SCORE_TOKEN_LOGPROBS = "score_token_logprobs"
+"""The ``finish_reason`` key under which the clients record the candidates (see the module docstring)."""
 
 SCORE_TOKENS: dict[str, int] = {str(score): score for score in range(MIN_SCORE, MAX_SCORE + 1)}
 """The stripped alternative texts that count, and the score each stands for."""
 
-# The official rule's two regular expressions, as in helm_roboreward/core/scoring.py (a test checks that the
-# patterns are identical); repeated here because the span of the match is needed, not only its value.
-_NUMBER = r"-?\d+(?:\.\d+)?"
-_ANSWER_PATTERN = re.compile(r"(?i)\banswer\b\s*:\s*(" + _NUMBER + r")")
-_LEADING_NUMBER_PATTERN = re.compile(r"^\s*(" + _NUMBER + r")\b")
 
 
 def parsed_number_span(text: str) -> tuple[int, int] | None:
@@ -53,10 +55,8 @@ def parsed_number_span(text: str) -> tuple[int, int] | None:
     """
     if parse_progress_score(text) is None:
         return None
-    stripped = text.strip()
-    match = _ANSWER_PATTERN.search(stripped) or _LEADING_NUMBER_PATTERN.search(stripped)
-    if match is None:  # pragma: no cover - parse_progress_score found it with the same patterns
-        return None
+    match = official_number_match(text)
+    assert match is not None  # parse_progress_score found it with the same match
     lead = len(text) - len(text.lstrip())
     return lead + match.start(1), lead + match.end(1)
 

@@ -36,6 +36,15 @@ _ANSWER_PATTERN = re.compile(r"(?i)\banswer\b\s*:\s*(" + _NUMBER + r")")
 _LEADING_NUMBER_PATTERN = re.compile(r"^\s*(" + _NUMBER + r")\b")
 
 
+def official_number_match(completion: str) -> re.Match[str] | None:
+    """The official rule's match on the stripped completion: group 1 is the number it reads (None: no number).
+
+    Offsets count in ``completion.strip()``; :func:`parse_progress_score` also rejects non-finite and huge values.
+    """
+    text = completion.strip()
+    return _ANSWER_PATTERN.search(text) or _LEADING_NUMBER_PATTERN.search(text)
+
+
 def parse_progress_score(completion: str) -> float | None:
     """Extract the progress score from a completion by the official rule.
 
@@ -45,10 +54,7 @@ def parse_progress_score(completion: str) -> float | None:
     Returns:
         The score as a float (not clamped to 1..5), or None when the completion is unparseable.
     """
-    if not completion:
-        return None
-    text = completion.strip()
-    match = _ANSWER_PATTERN.search(text) or _LEADING_NUMBER_PATTERN.search(text)
+    match = official_number_match(completion)
     if match is None:
         return None
     value = float(match.group(1))

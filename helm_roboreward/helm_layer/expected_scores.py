@@ -22,9 +22,13 @@ from helm_roboreward.core.benchmark import MAX_SCORE
 from helm_roboreward.core.calibration import calibration_error
 from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering
 from helm_roboreward.core.record import InstanceRecord
-from helm_roboreward.core.score_probabilities import expected_score, score_distribution, success_probability
+from helm_roboreward.core.score_probabilities import (
+    SCORE_TOKEN_LOGPROBS,
+    expected_score,
+    score_distribution,
+    success_probability,
+)
 
-CANDIDATES_KEY = "score_token_logprobs"
 EXPECTED_SUFFIX = "_expected"
 ORDERING_ON_EXPECTED = ("preference_accuracy", "ladder_accuracy", "ladder_tau_b", "clip_accuracy", "success_auroc",
                         "success_f1", "success_mcc")
@@ -36,7 +40,7 @@ def instance_stats(request_state: RequestState, gold: int) -> list[Stat]:
     distribution = None
     if result is not None and result.success and result.completions:
         completion = result.completions[0]
-        candidates = (completion.finish_reason or {}).get(CANDIDATES_KEY)
+        candidates = (completion.finish_reason or {}).get(SCORE_TOKEN_LOGPROBS)
         if isinstance(candidates, list):
             distribution = score_distribution(completion.text, candidates)
     if distribution is None:

@@ -50,10 +50,7 @@ LOGPROBS_TOP_N = 20
 OpenAI-compatible servers return (OpenAI and vLLM's default ``--max-logprobs`` cap ``top_logprobs`` at 20), and
 enough that the five digits 1..5 are among them whenever they carry any appreciable probability."""
 
-LOGPROBS_CLIENTS = (
-    "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient",
-    "helm_roboreward.clients.openai_video_client.OpenAIVideoClient",
-)
+LOGPROBS_CLIENTS = (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT)
 """The clients that can record the answer's token log-probabilities (their ``top_logprobs`` argument)."""
 
 CHECKPOINT_DECODING = "checkpoint"

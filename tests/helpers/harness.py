@@ -81,6 +81,29 @@ def private_local_path(folder: Path, fake: FakeModelServer | None = None) -> Pat
     return folder
 
 
+def transformers_local_path(folder: Path, deployment: str, checkpoint: Path) -> Path:
+    """A --local-path with prod_env's model metadata and one TransformersQwen3VLClient deployment of
+    ``teetone/roboreward-8b`` named ``deployment``, loading ``checkpoint`` (a local folder)."""
+    folder.mkdir(parents=True)
+    shutil.copyfile(PROD_ENV / "model_metadata.yaml", folder / "model_metadata.yaml")
+    (folder / "model_deployments.yaml").write_text(
+        "model_deployments:\n"
+        f"  - name: {deployment}\n"
+        "    model_name: teetone/roboreward-8b\n"
+        "    max_sequence_length: 262144\n"
+        "    client_spec:\n"
+        '      class_name: "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"\n'
+        "      args:\n"
+        f"        checkpoint: {json.dumps(str(checkpoint))}\n",
+        encoding="utf-8")
+    return folder
+
+
+TRANSFORMERS_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                            "PYTHONWARNINGS": "ignore"}
+"""What a helm-run of the in-process transformers client adds to the environment: offline, quiet."""
+
+
 def helm_environment(fake: FakeModelServer | None = None) -> dict[str, str]:
     """The subprocess environment: offline, no real provider credentials, SDK base URLs on the fake (if any)."""
     env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENVIRONMENT}

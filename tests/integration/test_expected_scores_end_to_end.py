@@ -13,10 +13,8 @@ alternatives the fake returned.
 """
 
 import csv
-import json
 import math
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,7 +26,7 @@ from helm_roboreward.helm_layer.clients.openai_video_client import SCORE_TOKEN_L
 from helm_roboreward.helm_layer.model_registry import LOGPROBS_TOP_N
 from tests.helpers.fakes import CHAT, FakeModelServer, Recorded, Reply
 from tests.helpers.harness import (
-    PROD_ENV,
+    TRANSFORMERS_ENVIRONMENT,
     check_completed,
     cli,
     helm_environment,
@@ -37,6 +35,7 @@ from tests.helpers.harness import (
     read_json,
     request_states,
     run_stats,
+    transformers_local_path,
 )
 from tests.helpers.sample import sample_rows
 
@@ -49,30 +48,13 @@ DEPLOYMENT = "transformers/tiny-qwen3-vl-digits"
 SUITE = "expected"
 
 
-def _deployments(checkpoint: Path) -> str:
-    return (
-        "model_deployments:\n"
-        f"  - name: {DEPLOYMENT}\n"
-        "    model_name: teetone/roboreward-8b\n"
-        "    max_sequence_length: 262144\n"
-        "    client_spec:\n"
-        '      class_name: "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"\n'
-        "      args:\n"
-        f"        checkpoint: {json.dumps(str(checkpoint))}\n"
-    )
-
-
 @pytest.fixture(scope="module")
 def workdir(tiny_qwen3vl_digits: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("expected_scores")
-    local = workdir / "local"
-    local.mkdir()
-    shutil.copyfile(PROD_ENV / "model_metadata.yaml", local / "model_metadata.yaml")
-    (local / "model_deployments.yaml").write_text(_deployments(tiny_qwen3vl_digits), encoding="utf-8")
+    local = transformers_local_path(workdir / "local", DEPLOYMENT, tiny_qwen3vl_digits)
     entry = ("roboreward:subset=all,data=sample,model=teetone/roboreward-8b,"
              f"model_deployment={DEPLOYMENT},score=expected")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, **TRANSFORMERS_ENVIRONMENT}
     process = subprocess.run(
         [cli("helm-run"), "--run-entries", entry, "--suite", SUITE, "-m", "100", "--local-path", str(local),
          "--output-path", str(workdir / "benchmark_output")],

@@ -7,9 +7,7 @@ tests/helm_layer/clients/test_transformers_client.py.
 """
 
 import dataclasses
-import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -17,7 +15,15 @@ from pathlib import Path
 import pytest
 from transformers.utils import is_torchcodec_usable
 
-from tests.helpers.harness import PROD_ENV, check_completed, cli, read_json, request_states, run_stats
+from tests.helpers.harness import (
+    TRANSFORMERS_ENVIRONMENT,
+    check_completed,
+    cli,
+    read_json,
+    request_states,
+    run_stats,
+    transformers_local_path,
+)
 from tests.helpers.sample import sample_rows
 
 pytestmark = pytest.mark.skipif(
@@ -29,19 +35,6 @@ pytestmark = pytest.mark.skipif(
 DEPLOYMENT = "transformers/tiny-qwen3-vl"
 
 
-def _deployments(checkpoint: Path) -> str:
-    return (
-        "model_deployments:\n"
-        f"  - name: {DEPLOYMENT}\n"
-        "    model_name: teetone/roboreward-8b\n"
-        "    max_sequence_length: 262144\n"
-        "    client_spec:\n"
-        '      class_name: "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"\n'
-        "      args:\n"
-        f"        checkpoint: {json.dumps(str(checkpoint))}\n"
-    )
-
-
 @dataclasses.dataclass
 class EndToEnd:
     run_dir: Path
@@ -51,13 +44,9 @@ class EndToEnd:
 @pytest.fixture(scope="module")
 def end_to_end(tiny_qwen3vl: Path, tmp_path_factory: pytest.TempPathFactory) -> EndToEnd:
     workdir = tmp_path_factory.mktemp("helm_run")
-    local = workdir / "local"
-    local.mkdir()
-    shutil.copyfile(PROD_ENV / "model_metadata.yaml", local / "model_metadata.yaml")
-    (local / "model_deployments.yaml").write_text(_deployments(tiny_qwen3vl), encoding="utf-8")
+    local = transformers_local_path(workdir / "local", DEPLOYMENT, tiny_qwen3vl)
     entry = f"roboreward:subset=all,data=sample,model=teetone/roboreward-8b,model_deployment={DEPLOYMENT}"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, **TRANSFORMERS_ENVIRONMENT}
     started = time.monotonic()
     process = subprocess.run(
         [cli("helm-run"), "--run-entries", entry, "--suite", "tiny", "-m", "100", "--local-path", str(local),

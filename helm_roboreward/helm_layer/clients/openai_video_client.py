@@ -70,6 +70,7 @@ from helm.common.request import (
 )
 
 from helm_roboreward.core.files import file_digest
+from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS
 from helm_roboreward.helm_layer.clients.concurrency import request_cache, shared_openai_client
 
 DATA_URL = "data_url"
@@ -82,8 +83,6 @@ _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 _THINK_OPEN_AT_START = re.compile(r"^\s*<think>")
 _DIGIT = re.compile(r"\d")
-SCORE_TOKEN_LOGPROBS = "score_token_logprobs"
-"""The ``finish_reason`` key of the answer's digit tokens and their top log-probabilities."""
 LOGPROB_FLOOR = -9999.0
 """What a log-probability of -inf (or NaN) is recorded as: the cache is JSON, and vLLM floors at the same value."""
 _WARNED: set[str] = set()
