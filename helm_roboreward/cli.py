@@ -153,7 +153,17 @@ def add_model_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
                      "--limit-mm-per-prompt), checked before any request")
     add.add_argument("--max-videos-per-prompt", type=int, help="the server's per-request video limit")
     add.add_argument("--max-sequence-length", type=int, help="the context window in tokens (optional)")
-    add.add_argument("--force", action="store_true", help="replace existing entries of the same names")
+    add.add_argument("--timeout", type=float, metavar="SECONDS", help="vllm: seconds to wait for one response "
+                     "(OpenAIVideoClient's timeout_seconds; default 600)")
+    add.add_argument("--max-retries", type=int, metavar="N", help="vllm: the client's retries of a failed request "
+                     "(default 4)")
+    add.add_argument("--family", help="qwen3-vl (RoboReward fine-tunes too), qwen2.5-vl or none: the family's "
+                     "decoding and frame rule for a vllm / transformers checkpoint (default: from the model name or "
+                     "--api-id)")
+    add.add_argument("--force", action="store_true", help="replace the model's existing entries (its metadata and "
+                     "its deployment, whatever the client)")
+    add.add_argument("--take-deployment", action="store_true", help="take a deployment name that belongs to "
+                     "another model in the file")
     add.add_argument("--local-path", default="prod_env", help="the folder to write into (default prod_env)")
     add.set_defaults(handler=_add_model)
     estimate = commands.add_parser(
@@ -260,9 +270,10 @@ def _add_model(args: argparse.Namespace) -> int:
     new = NewModel(model=args.model, client=args.client, api_id=args.api_id, base_url=args.base_url,
                    display_name=args.display_name, video=args.video, reasoning_effort=args.reasoning_effort,
                    max_images_per_prompt=args.max_images_per_prompt,
-                   max_videos_per_prompt=args.max_videos_per_prompt, max_sequence_length=args.max_sequence_length)
+                   max_videos_per_prompt=args.max_videos_per_prompt, max_sequence_length=args.max_sequence_length,
+                   timeout_seconds=args.timeout, max_retries=args.max_retries, family=args.family)
     load_registries(args.local_path)
-    for line in add_model(new, args.local_path, force=args.force):
+    for line in add_model(new, args.local_path, force=args.force, take_deployment=args.take_deployment):
         print(line)
     return 0
 

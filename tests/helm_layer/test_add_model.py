@@ -2,6 +2,7 @@
 and end to end: a model added for the openai and vllm clients runs under ``helm-run`` against the loopback fake."""
 
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,70 @@ def test_an_openai_model_gets_the_reasoning_allowance_and_its_effort(tmp_path: P
                for line in lines)
 
 
+def test_timeout_and_retries_become_the_video_clients_arguments(tmp_path: Path) -> None:
+    add_model(NewModel(model="acme/slow-server", client="vllm", timeout_seconds=1800.0, max_retries=0), str(tmp_path))
+    args = deployment_of(tmp_path, "vllm/slow-server")["client_spec"]["args"]
+    assert args == {"served_model_name": "acme/slow-server", "timeout_seconds": 1800.0, "max_retries": 0}
+
+
+QWEN3_VL_VLLM_ARGS = {"decoding": "checkpoint", "video_fps": 2, "video_min_frames": 4, "video_max_frames": 768}
+"""What the package's own vLLM Qwen3-VL and RoboReward deployments carry (helm_roboreward/config)."""
+
+
+@pytest.mark.parametrize("new, args, native_tag", [
+    (NewModel(model="acme/reward-ft-8b", client="vllm", api_id="acme/Reward-FT-8B", family="qwen3-vl"),
+     {"served_model_name": "acme/Reward-FT-8B", **QWEN3_VL_VLLM_ARGS}, True),
+    (NewModel(model="acme/reward-ft-8b", client="vllm", api_id="acme/RoboReward-FT-8B"),  # inferred: the checkpoint
+     {"served_model_name": "acme/RoboReward-FT-8B", **QWEN3_VL_VLLM_ARGS}, True),
+    (NewModel(model="acme/qwen3-vl-8b-ft", client="transformers", api_id="/ckpt/step-900"),  # inferred: the name
+     {"checkpoint": "/ckpt/step-900", "decoding": "checkpoint"}, False),  # the name rule already sends the mp4
+    (NewModel(model="acme/roboreward-ft", client="vllm", family="none"), {"served_model_name": "acme/roboreward-ft"},
+     False),
+    (NewModel(model="acme/reward-ft-8b", client="vllm", family="qwen3-vl", video="frames"),
+     {"served_model_name": "acme/reward-ft-8b", **QWEN3_VL_VLLM_ARGS}, False),
+])
+def test_a_qwen3_vl_fine_tune_gets_the_familys_decoding_and_frame_rule(tmp_path: Path, new: NewModel,
+                                                                       args: dict[str, Any], native_tag: bool) -> None:
+    lines = add_model(new, str(tmp_path))
+    deployment = deployment_of(tmp_path, new.deployment_name)
+    assert deployment["client_spec"]["args"] == args
+    (metadata,) = load(tmp_path / "model_metadata.yaml")["models"]
+    assert ("ROBOREWARD_NATIVE_VIDEO_TAG" in metadata["tags"]) == native_tag
+    family = "none" if new.family == "none" else "qwen3-vl"
+    assert any(line.startswith(f"  family: {family}") for line in lines), lines
+    if new.family is None:
+        assert any("inferred from" in line and "--family none" in line for line in lines), lines
+
+
+def test_a_fine_tune_added_with_its_family_gets_the_greedy_twin_in_a_run_entry(tmp_path: Path) -> None:
+    """The run entry as helm-run expands it (a fresh process: registries from the --local-path, then the plugin)."""
+    local = tmp_path / "env"
+    add_model(NewModel(model="acme/reward-ft-4b", client="vllm", api_id="acme/Reward-FT-4B", family="qwen3-vl"),
+              str(local))
+    script = textwrap.dedent(f"""\
+        from helm.benchmark.model_deployment_registry import get_model_deployment
+        from helm.benchmark.run_spec_factory import construct_run_specs
+        from helm.common.object_spec import parse_object_spec
+        from helm_roboreward.helm_layer.registries import load_registries
+        load_registries({str(local)!r})
+        for options in ("", "decoding=greedy,"):
+            entry = "roboreward:subset={SUBSET},data=sample," + options + "model=acme/reward-ft-4b"
+            (spec,) = construct_run_specs(parse_object_spec(entry))
+            deployment = get_model_deployment(spec.adapter_spec.model_deployment)
+            print(spec.name, deployment.name, sorted(deployment.client_spec.args.items()), sep="|")
+        """)
+    process = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=helm_environment(),
+                             capture_output=True, text=True, timeout=TIMEOUT)
+    assert process.returncode == 0, process.stderr[-3000:]
+    official, greedy = [line.split("|") for line in process.stdout.strip().splitlines()[-2:]]
+    assert official[:2] == [f"roboreward:subset={SUBSET},data=sample,video=native,model=acme_reward-ft-4b",
+                            "vllm/reward-ft-4b"]
+    assert "('decoding', 'checkpoint')" in official[2] and "('video_fps', 2)" in official[2]
+    assert greedy[:2] == [f"roboreward:subset={SUBSET},data=sample,video=native,decoding=greedy,"
+                          "model=acme_reward-ft-4b", "vllm/reward-ft-4b-greedy"]
+    assert "('decoding', 'greedy')" in greedy[2] and "('video_max_frames', 768)" in greedy[2]
+
+
 # --------------------------------------------------------------------------------------------- merging
 
 
@@ -131,6 +196,88 @@ def test_an_existing_entry_needs_force(tmp_path: Path) -> None:
     assert len(load(tmp_path / "model_deployments.yaml")["model_deployments"]) == 1
 
 
+def test_force_to_another_client_and_back_replaces_the_deployment(tmp_path: Path) -> None:
+    """--force replaces the model's deployment, whatever its name: never a second one that helm-run would use."""
+    add_model(NewModel(model="acme/switching", client="openai"), str(tmp_path))
+    lines = add_model(NewModel(model="acme/switching", client="vllm"), str(tmp_path), force=True)
+    deployments = load(tmp_path / "model_deployments.yaml")["model_deployments"]
+    assert [d["name"] for d in deployments] == ["vllm/switching"]
+    assert any("replaced deployment openai/switching" in line for line in lines), lines
+    add_model(NewModel(model="acme/switching", client="openai"), str(tmp_path), force=True)
+    deployments = load(tmp_path / "model_deployments.yaml")["model_deployments"]
+    assert [(d["name"], d["model_name"]) for d in deployments] == [("openai/switching", "acme/switching")]
+    assert [m["name"] for m in load(tmp_path / "model_metadata.yaml")["models"]] == ["acme/switching"]
+
+
+def test_a_hand_written_deployment_of_the_model_needs_force(tmp_path: Path) -> None:
+    (tmp_path / "model_deployments.yaml").write_text(
+        "model_deployments:\n  - name: mine/handmade\n    model_name: acme/handmade\n    client_spec:\n"
+        "      class_name: helm_roboreward.clients.openai_video_client.OpenAIVideoClient\n", encoding="utf-8")
+    with pytest.raises(AddModelError, match=r"already has a deployment of acme/handmade \(mine/handmade\); pass "
+                                            r"--force to replace it"):
+        add_model(NewModel(model="acme/handmade", client="vllm"), str(tmp_path))
+    add_model(NewModel(model="acme/handmade", client="vllm"), str(tmp_path), force=True)
+    assert [d["name"] for d in load(tmp_path / "model_deployments.yaml")["model_deployments"]] == ["vllm/handmade"]
+
+
+def test_a_deployment_name_of_another_model_is_taken_only_when_asked(tmp_path: Path) -> None:
+    add_model(NewModel(model="acme/clash-9b", client="vllm"), str(tmp_path))
+    before = {name: (tmp_path / name).read_bytes() for name in ("model_metadata.yaml", "model_deployments.yaml")}
+    for force in (False, True):  # --force replaces this model's entries, never another model's deployment
+        with pytest.raises(AddModelError, match=r"deployment vllm/clash-9b already belongs to acme/clash-9b .*"
+                                                r"--take-deployment"):
+            add_model(NewModel(model="other/clash-9b", client="vllm"), str(tmp_path), force=force)
+        assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    lines = add_model(NewModel(model="other/clash-9b", client="vllm"), str(tmp_path), take_deployment=True)
+    deployments = load(tmp_path / "model_deployments.yaml")["model_deployments"]
+    assert [(d["name"], d["model_name"]) for d in deployments] == [("vllm/clash-9b", "other/clash-9b")]
+    assert any("acme/clash-9b has no deployment in" in line for line in lines), lines
+
+
+RACE = textwrap.dedent("""\
+    import multiprocessing, sys, time
+    from helm_roboreward import cli
+    from helm_roboreward.helm_layer import add_model
+
+    checked = add_model.check_helm_reads
+
+    def slow_check(*args, **kwargs):  # widens the window between reading the files and writing them
+        time.sleep(0.3)
+        return checked(*args, **kwargs)
+
+    def add(index, barrier):
+        add_model.check_helm_reads = slow_check
+        barrier.wait()
+        sys.exit(cli.main(["add-model", f"acme/racer-{index}", "--client", "vllm", "--local-path", sys.argv[1]]))
+
+    if __name__ == "__main__":
+        context = multiprocessing.get_context("fork")
+        barrier = context.Barrier(6)
+        workers = [context.Process(target=add, args=(index, barrier)) for index in range(6)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        sys.exit(max(worker.exitcode or 0 for worker in workers))
+    """)
+
+
+def test_six_concurrent_add_models_into_one_folder_keep_every_entry(tmp_path: Path) -> None:
+    """Six add-model processes at once (released together, each slowed between reading and writing): every one
+    reads, merges and writes both files under a lock, so none loses another's entries."""
+    local = tmp_path / "env"
+    (tmp_path / "race.py").write_text(RACE, encoding="utf-8")
+    process = subprocess.run([sys.executable, str(tmp_path / "race.py"), str(local)], cwd=tmp_path,
+                             env=helm_environment(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert process.stdout.count("written into") == 6, process.stdout
+    models = [m["name"] for m in load(local / "model_metadata.yaml")["models"]]
+    deployments = [d["name"] for d in load(local / "model_deployments.yaml")["model_deployments"]]
+    assert sorted(models) == [f"acme/racer-{index}" for index in range(6)]
+    assert sorted(deployments) == [f"vllm/racer-{index}" for index in range(6)]
+    assert not [path.name for path in local.iterdir() if path.name.startswith(".tmp-")]
+
+
 def test_links_into_the_package_configuration_are_refused(tmp_path: Path) -> None:
     local = tmp_path / "prod_env_like"
     local.mkdir()
@@ -162,6 +309,14 @@ def test_links_into_the_package_configuration_are_refused(tmp_path: Path) -> Non
     (NewModel(model="openai/gpt-5.5", client="openai"), r"alias of openai/gpt-5.5-2026-04-23"),
     (NewModel(model="openai/gpt-5-mini-2025-08-07", client="openai"), r"already known to HELM"),
     (NewModel(model="acme/x", client="openai", api_id=" "), r"--api-id ' ' must be the provider's model id"),
+    (NewModel(model="acme/x", client="openai", timeout_seconds=60.0), r"--timeout applies to --client vllm"),
+    (NewModel(model="acme/x", client="anthropic", max_retries=2), r"--max-retries applies to --client vllm"),
+    (NewModel(model="acme/x", client="vllm", timeout_seconds=0.0), r"--timeout 0.0 must be a number of seconds > 0"),
+    (NewModel(model="acme/x", client="vllm", timeout_seconds=float("nan")), r"--timeout nan must be a number"),
+    (NewModel(model="acme/x", client="vllm", max_retries=-1), r"--max-retries -1 must be >= 0"),
+    (NewModel(model="acme/x", client="openai", family="qwen3-vl"),
+     r"--family qwen3-vl applies to --client vllm or transformers"),
+    (NewModel(model="acme/x", client="vllm", family="llava"), r"--family 'llava' is not one of qwen3-vl, "),
 ])
 def test_bad_requests_name_the_input_and_the_fix(tmp_path: Path, new: NewModel, match: str) -> None:
     with pytest.raises(AddModelError, match=match):
@@ -194,6 +349,26 @@ def test_the_command_exits_2_with_one_line(tmp_path: Path) -> None:
     assert process.returncode == 2
     assert process.stderr.strip().startswith("roboreward add-model: --client 'cohere' is not one of")
     assert "Traceback" not in process.stderr
+
+
+def test_the_command_takes_the_new_options(tmp_path: Path) -> None:
+    local = tmp_path / "env"
+    process = subprocess.run([cli("roboreward"), "add-model", "acme/reward-cli-ft", "--client", "vllm", "--family",
+                              "qwen3-vl", "--timeout", "900", "--max-retries", "1", "--local-path", str(local)],
+                             capture_output=True, text=True, timeout=TIMEOUT)
+    check_completed(process, "roboreward add-model")
+    args = deployment_of(local, "vllm/reward-cli-ft")["client_spec"]["args"]
+    assert args == {"served_model_name": "acme/reward-cli-ft", "decoding": "checkpoint", "video_fps": 2,
+                    "video_min_frames": 4, "video_max_frames": 768, "timeout_seconds": 900.0, "max_retries": 1}
+    process = subprocess.run([cli("roboreward"), "add-model", "other/reward-cli-ft", "--client", "vllm", "--force",
+                              "--local-path", str(local)], capture_output=True, text=True, timeout=TIMEOUT)
+    assert process.returncode == 2 and "Traceback" not in process.stderr
+    assert "already belongs to acme/reward-cli-ft" in process.stderr and "--take-deployment" in process.stderr
+    process = subprocess.run([cli("roboreward"), "add-model", "other/reward-cli-ft", "--client", "vllm",
+                              "--take-deployment", "--local-path", str(local)],
+                             capture_output=True, text=True, timeout=TIMEOUT)
+    check_completed(process, "roboreward add-model --take-deployment")
+    assert deployment_of(local, "vllm/reward-cli-ft")["model_name"] == "other/reward-cli-ft"
 
 
 # --------------------------------------------------------------------------------------------- end to end
