@@ -199,8 +199,8 @@ def _estimate(args: argparse.Namespace) -> int:
     from helm_roboreward.data.sources import resolve_data_source
     from helm_roboreward.helm_layer.estimate_plans import plan_models
     from helm_roboreward.helm_layer.registries import load_registries
-    from helm_roboreward.media.plan import FramesPlan, ModelPlan, VideoFacts, frames_plan, video_facts
     from helm_roboreward.presentation.estimate import COLUMNS, NOTES, NUMERIC_COLUMNS, RowMedia, estimate_model
+    from helm_roboreward.presentation.estimate_media import FramesPlan, ModelPlan, VideoFacts, frames_plan, video_facts
     from helm_roboreward.presentation.prices import price_of, read_prices
     from helm_roboreward.presentation.tables import csv_text, format_text_table
 

@@ -1,10 +1,8 @@
-"""Stable import path of the run expanders.
+"""Stable import path of the run spec module (``helm-run --plugins helm_roboreward.run_specs`` in earlier docs).
 
-HELM records ``helm_roboreward.run_specs.<class>``; the implementation is
-:mod:`helm_roboreward.helm_layer.run_specs`. Suites and configuration written by earlier versions keep working
-through this module.
+The implementation is :mod:`helm_roboreward.helm_layer.run_specs`.
 """
 
-from helm_roboreward.helm_layer.run_specs import RoboRewardModelDeploymentRunExpander, RoboRewardModelRunExpander
+from helm_roboreward.helm_layer.run_specs import RoboRewardModelsRunExpander, RoboRewardRunSpec, get_roboreward_spec
 
-__all__ = ["RoboRewardModelRunExpander", "RoboRewardModelDeploymentRunExpander"]
+__all__ = ["RoboRewardModelsRunExpander", "RoboRewardRunSpec", "get_roboreward_spec"]

@@ -38,9 +38,6 @@ class InstanceRecord:
     video_mode: str = ""
     """``frames`` or ``native``: what the model received."""
 
-    video_request: str = ""
-    """What the run entry asked for (``auto`` included)."""
-
     num_frames: int | None = None
     """Frames sent (0 for native video)."""
 

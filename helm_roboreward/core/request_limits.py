@@ -1,16 +1,37 @@
-"""Provider request limits (media count and request bytes) and the pre-flight check against them. Pure, no I/O.
+"""Provider request limits (media count and request bytes), where they are documented, and checks against them.
 
-A provider that gets more images, or a larger request, than it takes rejects the request; HELM's OpenAI,
-Anthropic and Google clients treat that as fatal, so a long run would stop halfway. The scenario resolves its
-run's deployment and :class:`RequestLimits` (``helm_roboreward.helm_layer.routing.run_request_limits``), checks
-every instance after preparing its media (:func:`check_requests`) and raises :class:`RequestLimitError` before
-any instance reaches HELM, so no request is sent.
+Pure, no I/O, no HELM import. A provider that gets more images, or a larger request, than it takes rejects the
+request. Who checks:
+
+- ``roboreward estimate`` (:mod:`helm_roboreward.presentation.estimate`) checks every row of a planned run against
+  its deployment's limits, before anything is sent;
+- this package's OpenAI-compatible video client (vLLM) checks each request against the limits its deployment
+  declares (client arguments :data:`DECLARED_LIMIT_ARGS`) and never sends one over them: that row fails alone.
+
+Documented limits, by the client class a deployment uses (:func:`documented_limits`); each provider may change
+them, so every message names the source:
+
+- Anthropic Messages API: "up to 100 images per request" for models with a 200k-token context window, 600 for
+  the others; "32 MB request size limit for standard endpoints"
+  (https://platform.claude.com/docs/en/build-with-claude/vision). A deployment whose ``max_sequence_length``
+  exceeds 200,000 gets the 600-image limit.
+- OpenAI (Responses and Chat Completions): 500 images and 50 MB of payload per request
+  (https://platform.openai.com/docs/guides/images-vision). Not verified from here: the page was not in the
+  documentation this package could search; the numbers are the ones OpenAI published before.
+- Gemini API (``GoogleGenAIClient`` without Vertex AI): inline data below 100 MB
+  (https://ai.google.dev/gemini-api/docs/video-understanding, "Inline Data < 100MB"; the page said 20 MB for the
+  whole request before Google raised the limit:
+  https://blog.google/innovation-and-ai/technology/developers-tools/gemini-api-new-file-limits). Vertex AI has
+  other limits and is not checked.
+- vLLM and other servers: what a deployment declares with the client arguments ``max_images_per_prompt`` /
+  ``max_videos_per_prompt`` (mirroring the server's ``--limit-mm-per-prompt``) and ``max_request_bytes`` (a
+  proxy's body limit). In-process clients (transformers) and the offline baselines have no limits.
 
 Inline media travel base64-encoded (OpenAI data URLs, Anthropic ``base64`` sources, Gemini ``inline_data``), so
 a request's size counts each file at 4/3 of its bytes (:func:`base64_length`).
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MEGABYTE = 1_000_000
@@ -146,4 +167,101 @@ def check_requests(requests: Sequence[PlannedRequest], limits: RequestLimits, de
         f"roboreward: {len(offending)} of {len(requests)} row(s) would exceed the request limits of model "
         f"deployment {deployment!r}: {limits.describe()}{source}. Nothing was sent. Rows: {shown}{more}. "
         f"Fix: {'; or '.join(fixes) if fixes else 'send less media per request'}."
+    )
+
+
+ANTHROPIC_CLIENTS = ("helm.clients.anthropic_client.AnthropicMessagesClient",)
+OPENAI_CLIENTS = (
+    "helm.clients.openai_responses_client.OpenAIResponseClient",
+    "helm.clients.openai_client.OpenAIClient",
+)
+GEMINI_API_CLIENTS = (
+    "helm.clients.google_genai_client.GoogleGenAIClient",
+    "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient",
+)
+
+ANTHROPIC_DOCS = "https://platform.claude.com/docs/en/build-with-claude/vision"
+OPENAI_DOCS = "https://platform.openai.com/docs/guides/images-vision"
+GEMINI_DOCS = "https://ai.google.dev/gemini-api/docs/video-understanding"
+
+ANTHROPIC_MAX_IMAGES = 100
+ANTHROPIC_MAX_IMAGES_LONG_CONTEXT = 600
+ANTHROPIC_LONG_CONTEXT = 200_000
+"""Above this context window (tokens) Anthropic's image limit is the larger one."""
+ANTHROPIC_MAX_REQUEST_BYTES = 32 * MEGABYTE
+OPENAI_MAX_IMAGES = 500
+OPENAI_MAX_REQUEST_BYTES = 50 * MEGABYTE
+GEMINI_MAX_INLINE_BYTES = 100 * MEGABYTE
+
+DECLARED_LIMIT_ARGS = {
+    "max_images_per_prompt": "max_images",
+    "max_videos_per_prompt": "max_videos",
+    "max_request_bytes": "max_request_bytes",
+}
+"""Client arguments a deployment of this package's video client may give to declare its server's per-request
+limits (media counts as vLLM's ``--limit-mm-per-prompt``, body bytes as a proxy's limit) -> the
+:class:`RequestLimits` field each sets. 0 means no limit."""
+
+
+def documented_limits(client_class: str, client_args: Mapping[str, object],
+                      max_sequence_length: int | None = None) -> RequestLimits:
+    """The provider's documented limits for a deployment's client (empty when none are documented)."""
+    inline = client_args.get("video_transport", "data_url") != "file_url"
+    if client_class in ANTHROPIC_CLIENTS:
+        long_context = (max_sequence_length or 0) > ANTHROPIC_LONG_CONTEXT
+        images = ANTHROPIC_MAX_IMAGES_LONG_CONTEXT if long_context else ANTHROPIC_MAX_IMAGES
+        return RequestLimits(max_images=images, max_request_bytes=ANTHROPIC_MAX_REQUEST_BYTES,
+                             source=f"Anthropic Messages API, {ANTHROPIC_DOCS}")
+    if client_class in OPENAI_CLIENTS:
+        return RequestLimits(max_images=OPENAI_MAX_IMAGES, max_request_bytes=OPENAI_MAX_REQUEST_BYTES,
+                             source=f"OpenAI API, {OPENAI_DOCS}")
+    if client_class in GEMINI_API_CLIENTS and client_args.get("genai_use_vertexai") is not True:
+        return RequestLimits(max_request_bytes=GEMINI_MAX_INLINE_BYTES,
+                             source=f"Gemini API inline data, {GEMINI_DOCS}")
+    return RequestLimits(inline_base64=inline)
+
+
+def declared_limits(client_args: Mapping[str, object], owner: str) -> dict[str, int]:
+    """The :data:`DECLARED_LIMIT_ARGS` a deployment's client arguments give, as :class:`RequestLimits` fields.
+
+    Raises:
+        ValueError: A declared value is not a whole number >= 0 (the message names ``owner`` and the argument).
+    """
+    values: dict[str, int] = {}
+    for argument, field in DECLARED_LIMIT_ARGS.items():
+        if argument not in client_args:
+            continue
+        value = client_args[argument]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(
+                f"roboreward: {owner} declares {argument}: {value!r}; it must be a whole number >= 0 (0: no limit; "
+                "for vLLM the server's --limit-mm-per-prompt value). Fix it in the deployment's client_spec args "
+                "(model_deployments.yaml under --local-path)."
+            )
+        values[field] = value
+    return values
+
+
+def deployment_limits(deployment: str, client_class: str, client_args: Mapping[str, object],
+                      max_sequence_length: int | None = None) -> RequestLimits:
+    """A deployment's limits: the provider's documented ones, overridden field by field by what it declares.
+
+    Raises:
+        ValueError: A declared limit is not a whole number >= 0 (the message names the deployment and the fix).
+    """
+    limits = documented_limits(client_class, client_args, max_sequence_length)
+    declared = declared_limits(client_args, f"model deployment {deployment!r}")
+    if not declared:
+        return limits
+    names = ", ".join(f"{argument}: {client_args[argument]}" for argument in DECLARED_LIMIT_ARGS
+                      if argument in client_args)
+    source = f"declared by deployment {deployment} ({names})"
+    if limits.source:
+        source += f"; otherwise {limits.source}"
+    return RequestLimits(
+        max_images=declared.get("max_images", limits.max_images),
+        max_videos=declared.get("max_videos", limits.max_videos),
+        max_request_bytes=declared.get("max_request_bytes", limits.max_request_bytes),
+        inline_base64=limits.inline_base64,
+        source=source,
     )

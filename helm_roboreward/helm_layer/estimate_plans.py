@@ -12,10 +12,11 @@ from helm.benchmark.presentation.run_entry import RunEntry
 from helm.benchmark.run import run_entries_to_run_specs
 
 from helm_roboreward.core.benchmark import DATASET_REVISION
-from helm_roboreward.helm_layer.request_limits import limits_for_deployment
+from helm_roboreward.core.request_limits import deployment_limits
 from helm_roboreward.helm_layer.routing import needs_reasoning_allowance
-from helm_roboreward.media.plan import ModelPlan
+from helm_roboreward.helm_layer.run_specs import RoboRewardRunSpec
 from helm_roboreward.media.selection import FrameOptions, exact_number
+from helm_roboreward.presentation.estimate_media import ModelPlan
 
 
 def run_entry(model: str, subset: str, data: str, revision: str, video: str, options: FrameOptions) -> str:
@@ -47,18 +48,18 @@ def plan_models(models: Sequence[str], subset: str, data: str, revision: str, vi
             raise ValueError(f"{commas[0]!r}: run-entry values cannot contain commas (HELM's run-entry syntax)")
         description = run_entry(model, subset, data, revision, video, options)
         for spec in run_entries_to_run_specs([RunEntry(description=description, priority=1, groups=None)]):
-            args = spec.scenario_spec.args
+            assert isinstance(spec, RoboRewardRunSpec) and spec.routing is not None
             deployment = spec.adapter_spec.model_deployment
+            client = get_model_deployment(deployment)
             plans.append(ModelPlan(
                 model=spec.adapter_spec.model,
                 deployment=deployment,
-                client=get_model_deployment(deployment).client_spec.class_name,
-                video_mode=str(args["video"]),
-                frame_options=FrameOptions(frames_per_second=float(args["frames_per_second"]),
-                                           include_last_frame=bool(args["include_last_frame"]),
-                                           max_frames=int(args["max_frames"]), max_side=int(args["max_side"])),
+                client=client.client_spec.class_name,
+                video_mode=str(spec.scenario_spec.args["video"]),
+                frame_options=spec.routing.frame_options,
                 max_tokens=spec.adapter_spec.max_tokens,
                 reasoning=needs_reasoning_allowance(spec.adapter_spec.model),
-                request_limits=limits_for_deployment(get_model_deployment(deployment)),
+                request_limits=deployment_limits(deployment, client.client_spec.class_name, client.client_spec.args,
+                                                 client.max_sequence_length),
             ))
     return plans

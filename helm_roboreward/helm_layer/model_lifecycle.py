@@ -2,7 +2,7 @@
 
 A retired model's metadata and deployment stay registered (so old suites still summarize with its display
 name), but a ``roboreward`` run naming it stops at run-spec expansion, before any request, with its successor
-(:func:`helm_roboreward.helm_layer.routing.check_not_retired`). ``roboreward models`` shows the same status.
+(:func:`check_not_retired`). ``roboreward models`` shows the same status.
 
 Sources are the providers' pages, cited per entry. ``ROBOREWARD_ALLOW_RETIRED=1`` in the environment lets a run
 name a retired model anyway (replaying a suite from HELM's request cache, or an account that still serves it).
@@ -77,3 +77,14 @@ def retired_message(model: str, retirement: Retirement) -> str:
         f"Old suites that ran {model} still summarize. To run it anyway (replaying HELM's request cache), set "
         f"{ALLOW_RETIRED_VARIABLE}=1."
     )
+
+
+def check_not_retired(model: str) -> None:
+    """Stop a run naming a model its provider retired, with the successor (unless ``ROBOREWARD_ALLOW_RETIRED=1``).
+
+    Raises:
+        ValueError: ``model`` is retired (see :data:`RETIRED_MODELS`).
+    """
+    retirement = retirement_of(model)
+    if retirement is not None and not retired_runs_allowed():
+        raise ValueError(retired_message(model, retirement))

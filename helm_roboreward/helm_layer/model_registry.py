@@ -18,6 +18,7 @@ from helm.benchmark.model_deployment_registry import (
 )
 from helm.benchmark.model_metadata_registry import (
     MODEL_NAME_TO_MODEL_METADATA,
+    ModelMetadata,
     ModelMetadataList,
     register_model_metadata,
 )
@@ -55,15 +56,6 @@ LOGPROBS_CLIENTS = (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT)
 
 CHECKPOINT_DECODING = "checkpoint"
 """The ``decoding`` client argument of deployments that sample with the checkpoint's generation config."""
-
-REQUEST_LIMIT_ARGS = ("max_images_per_prompt", "max_videos_per_prompt", "max_request_bytes")
-"""Client arguments a deployment may give to declare its server's per-request limits: media counts (vLLM's
-``--limit-mm-per-prompt``) and request body bytes (a proxy's limit). They override the provider's documented
-limits field by field. The plugin reads them for the pre-flight check and removes them from the arguments HELM
-passes to the client (:func:`take_declared_request_limits`), so any client class accepts them."""
-
-_DECLARED_REQUEST_LIMITS: dict[str, dict[str, object]] = {}
-
 
 @dataclasses.dataclass(frozen=True)
 class DeploymentVariant:
@@ -139,10 +131,7 @@ def register_package_models() -> list[str]:
         The names newly registered (models and deployments).
     """
     added: list[str] = []
-    take_declared_request_limits()
-    with open(os.path.join(config_dir(), MODEL_METADATA_FILE), encoding="utf-8") as handle:
-        metadata = dacite.from_dict(ModelMetadataList, yaml.safe_load(handle))
-    for model in metadata.models:
+    for model in _package_metadata():
         if model.name not in MODEL_NAME_TO_MODEL_METADATA:
             register_model_metadata(model)
             added.append(model.name)
@@ -152,11 +141,41 @@ def register_package_models() -> list[str]:
             # and list the model twice later); helm-run always loads the built-ins before plugins.
             continue
         if deployment.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
-            register_model_deployment(deployment)
+            _register(deployment)
             added.append(deployment.name)
     added += register_variant_twins()
     keep_helm_defaults()
     return added
+
+
+def _register(deployment: ModelDeployment) -> None:
+    """Register a deployment with HELM's own function, leaving the model's metadata as it was.
+
+    HELM's ``register_model_deployment`` appends the deployment's name to its model's ``deployment_names``
+    (bookkeeping nothing in HELM 0.5.16 reads); for a model HELM ships, that list stays as HELM built it.
+    """
+    metadata = MODEL_NAME_TO_MODEL_METADATA.get(deployment.model_name or "")
+    before = None if metadata is None else metadata.deployment_names
+    kept = None if before is None else list(before)
+    register_model_deployment(deployment)
+    if metadata is not None and metadata.name not in _package_model_set():
+        metadata.deployment_names = kept
+
+
+@functools.lru_cache(maxsize=1)
+def _package_metadata() -> tuple[ModelMetadata, ...]:
+    with open(os.path.join(config_dir(), MODEL_METADATA_FILE), encoding="utf-8") as handle:
+        return tuple(dacite.from_dict(ModelMetadataList, yaml.safe_load(handle)).models)
+
+
+def package_model_names() -> list[str]:
+    """The models this package defines (``helm_roboreward/config/model_metadata.yaml``), in file order."""
+    return [model.name for model in _package_metadata()]
+
+
+@functools.lru_cache(maxsize=1)
+def _package_model_set() -> frozenset[str]:
+    return frozenset(package_model_names())
 
 
 def register_variant_twins() -> list[str]:
@@ -169,7 +188,6 @@ def register_variant_twins() -> list[str]:
         The names added.
     """
     added: list[str] = []
-    take_declared_request_limits()
     # Twins chain in VARIANTS order (x -> x-greedy -> x-greedy-logprobs): a deployment gets twins only for the
     # variants after the last one it already serves, so a second call, or a twin met as a deployment, adds no
     # second spelling (x-logprobs-greedy).
@@ -182,10 +200,8 @@ def register_variant_twins() -> list[str]:
                 continue
             twin = variant.twin(deployment)
             if twin.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
-                register_model_deployment(twin)
+                _register(twin)
                 added.append(twin.name)
-                if deployment.name in _DECLARED_REQUEST_LIMITS:
-                    _DECLARED_REQUEST_LIMITS[twin.name] = dict(_DECLARED_REQUEST_LIMITS[deployment.name])
                 pending.append((twin, index + 1))
     return added
 
@@ -194,38 +210,6 @@ def _first_variant_to_twin(deployment: ModelDeployment) -> int:
     """The index in :data:`VARIANTS` after the last variant ``deployment`` already serves (0: serves none)."""
     served = [index for index, variant in enumerate(VARIANTS) if variant.describes(deployment)]
     return served[-1] + 1 if served else 0
-
-
-def take_declared_request_limits() -> list[str]:
-    """Move :data:`REQUEST_LIMIT_ARGS` out of every registered deployment's client arguments (idempotent).
-
-    HELM builds a client from every argument of its ``client_spec``; these belong to the pre-flight check
-    (:func:`declared_request_limits`), not to the client. Values are kept as written and checked where the limits
-    are resolved (:mod:`helm_roboreward.helm_layer.request_limits`), which names the deployment of a bad one.
-
-    Returns:
-        The deployments whose arguments declared limits.
-    """
-    taken: list[str] = []
-    for index, deployment in enumerate(ALL_MODEL_DEPLOYMENTS):
-        args = deployment.client_spec.args
-        declared = {key: args[key] for key in REQUEST_LIMIT_ARGS if key in args}
-        if not declared:
-            continue
-        _DECLARED_REQUEST_LIMITS[deployment.name] = declared
-        kept = {key: value for key, value in args.items() if key not in REQUEST_LIMIT_ARGS}
-        stripped = dataclasses.replace(
-            deployment, client_spec=ClientSpec(class_name=deployment.client_spec.class_name, args=kept))
-        ALL_MODEL_DEPLOYMENTS[index] = stripped
-        if DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment.name) is deployment:
-            DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT[deployment.name] = stripped
-        taken.append(deployment.name)
-    return taken
-
-
-def declared_request_limits(deployment_name: str) -> dict[str, object]:
-    """The :data:`REQUEST_LIMIT_ARGS` a deployment's configuration declared (empty when it declared none)."""
-    return dict(_DECLARED_REQUEST_LIMITS.get(deployment_name, {}))
 
 
 def variant_of(deployment_name: str, option: str, value: str) -> str | None:

@@ -1,9 +1,13 @@
-"""The HELM plugin entry point (group ``helm``): importing it registers everything helm-run needs.
+"""The HELM plugin entry point (group ``helm``): importing it registers what helm-run needs, and only adds.
 
-- the ``roboreward`` run spec (by importing :mod:`helm_roboreward.helm_layer.run_specs`);
-- the routing-aware model expanders (``video=auto`` resolved per model);
-- the package's model metadata and deployments (offline baselines, served models), for names
-  that ``--local-path`` (``prod_env/``) did not already define.
+- the ``roboreward`` run spec (by importing :mod:`helm_roboreward.helm_layer.run_specs`), which routes each
+  model officially itself;
+- the ``models=`` run expander key (a new key; HELM's own expanders are untouched);
+- the package's model metadata and deployments (offline baselines, in-process and served models), for names
+  that ``--local-path`` (``prod_env/``) did not already define. The package's models carry HELM's
+  ``UNSUPPORTED_MODEL_TAG``, so they join none of HELM's model groups (``model=vlm``, ``model=all``, ...), and
+  its deployments of HELM's models never become their default: other benchmarks' runs stay as stock HELM builds
+  them (tests/helm_layer/test_good_guest.py).
 """
 
 from helm_roboreward.helm_layer.model_registry import register_package_models

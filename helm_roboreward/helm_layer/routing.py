@@ -1,58 +1,57 @@
-"""Which models get the native mp4 and which get frames (docs/protocol.md, sections 3 and 4), decided per model.
+"""The official per-model routing of a ``roboreward`` run (docs/protocol.md, sections 3-5), decided from its run spec.
 
-HELM calls a run spec function before it knows the model (``model=`` is a run expander), so the
-``roboreward`` run spec leaves ``video=auto`` in its scenario arguments and this module resolves
-it right after HELM's model expander has set the model: the run name then says ``video=native``
-or ``video=frames``. The decision uses one documented list:
+HELM calls a run spec function before it knows the model (``model=`` is a run expander, HELM's own), so the
+``roboreward`` run spec carries a :class:`RoutingRequest` (what the entry asked: ``video``, frame options,
+``layout``, ``decoding``, ``score``) and :func:`route` resolves it once HELM has set the model
+(:class:`helm_roboreward.helm_layer.run_specs.RoboRewardRunSpec`). Routing reads only the run spec: its model, and
+its deployment when the entry named one. It decides:
 
-- a model takes video natively when its name matches :data:`NATIVE_VIDEO_MODEL_PATTERNS` (the
-  models that received the mp4 on the official leaderboard) or its metadata carries
-  :data:`NATIVE_VIDEO_TAG`;
-- a deployment can send video when its client class is in :data:`VIDEO_CLIENT_CLASSES`.
+- the deployment: the one named (``model_deployment=``), else the package's preferred deployment for the model,
+  else HELM's default; the twin that serves a named departure (``layout=``, ``decoding=``, ``score=``);
+- the media: the native mp4 when the model officially took video (:data:`NATIVE_VIDEO_MODEL_PATTERNS` or the
+  :data:`NATIVE_VIDEO_TAG` tag) and its client can send it (:data:`VIDEO_CLIENT_CLASSES`), else frames;
+  ``video=native`` on a client that cannot send video is an error before any request;
+- the reasoning token allowance (+60,000 for OpenAI and Gemini models);
+- the run name, which shows every setting that changes results.
 
-``auto`` gives the mp4 only when both hold; ``native`` on a client that cannot send video is an
-error before any request (HELM's OpenAI, vLLM and Together clients raise on video and retry for
-minutes; the Anthropic client silently drops it).
-
-Routing also stops a run naming a model its provider retired, with its successor (:func:`check_not_retired`,
-:mod:`helm_roboreward.helm_layer.model_lifecycle`), and says which deployment a run uses from the run's name
-(:func:`run_request_limits`), so the scenario can check every instance against that deployment's request limits
-after preparing its media and before any request (:mod:`helm_roboreward.core.request_limits`). The limits stay
-out of the scenario arguments: HELM names summarize tables and instance folders after every scenario argument,
-and per-deployment values would split a subset's tables by model.
+It refuses, before anything runs: an unknown deployment, declared request limits on a client that cannot take
+them, a retired model
+(:mod:`helm_roboreward.helm_layer.model_lifecycle`), two registered models whose names HELM would write alike in
+run names (``acme/x_y`` and ``acme_x/y``), and a HELM model group (``model=vlm``) in a ``roboreward`` entry (the
+package's models stay out of HELM's groups, so a group no longer means "every model"; ``models=`` does).
 """
 
 import dataclasses
 import fnmatch
-from collections.abc import Iterable, Mapping
+import hashlib
+import os
+import re
+import urllib.parse
 from typing import Any
 
 from helm.benchmark.model_deployment_registry import (
-    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
+    ModelDeployment,
     ModelDeploymentNotFoundError,
     get_default_model_deployment_for_model,
     get_model_deployment,
 )
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA, model_has_tag
-from helm.benchmark.run_spec import RunSpec
 from helm.common.hierarchical_logger import hlog
 
-from helm_roboreward.core.request_limits import RequestLimits
-from helm_roboreward.helm_layer.model_lifecycle import retired_message, retired_runs_allowed, retirement_of
+from helm_roboreward.core.request_limits import DECLARED_LIMIT_ARGS
+from helm_roboreward.helm_layer.metrics import DEFAULT_FAILED_POLICY, PARSED_SCORE
+from helm_roboreward.helm_layer.model_lifecycle import check_not_retired
 from helm_roboreward.helm_layer.model_registry import (
-    DECODING_OPTION,
     EXPECTED,
-    LAYOUT_OPTION,
     LOGPROBS_CLIENTS,
     OFFICIAL,
-    SCORE_OPTION,
+    OPENAI_VIDEO_CLIENT,
     TRANSFORMERS_CLIENT,
     VARIANTS,
     preferred_deployment,
     variant_of,
     variants_served,
 )
-from helm_roboreward.helm_layer.request_limits import limits_for_deployment
 from helm_roboreward.media.selection import FrameOptions
 
 FRAMES = "frames"
@@ -61,6 +60,7 @@ AUTO = "auto"
 VIDEO_MODES = (FRAMES, NATIVE, AUTO)
 
 SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
+RUN_SPEC_NAME = "roboreward"
 
 NATIVE_VIDEO_TAG = "ROBOREWARD_NATIVE_VIDEO_TAG"
 """Model metadata tag marking a model that takes the native mp4 (for models the patterns miss)."""
@@ -88,6 +88,32 @@ REASONING_TOKEN_ALLOWANCE = 60_000
 """Extra max_tokens for OpenAI and Gemini models, whose reasoning spends output tokens (docs/protocol.md, section 5)."""
 
 _REASONING_BUDGET_PATTERNS = ("openai/*", "google/gemini*")
+
+
+@dataclasses.dataclass(frozen=True)
+class RoutingRequest:
+    """What a ``roboreward`` entry asked for that depends on the model, kept on the run spec until HELM sets it."""
+
+    video: str
+    """``auto``, ``frames`` or ``native``, as the entry asked (``auto``: the official per-model routing)."""
+
+    frame_options: FrameOptions
+    """The entry's frame options (used by frames runs only)."""
+
+    failed: str = DEFAULT_FAILED_POLICY
+    score: str = PARSED_SCORE
+    layout: str = OFFICIAL
+    decoding: str = OFFICIAL
+
+    model: str = ""
+    """The model this request was routed for ('' until HELM's model expander has set one)."""
+
+    name_prefix: str = ""
+    """The part of the run name this package wrote (HELM's expanders append theirs after it)."""
+
+    def departures(self) -> dict[str, str]:
+        """The departures served by twin deployments, by run-entry argument (``layout``, ``decoding``, ``score``)."""
+        return {"layout": self.layout, "decoding": self.decoding, "score": self.score}
 
 
 def model_takes_video(model: str) -> bool:
@@ -130,67 +156,6 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
     return NATIVE if model_takes_video(model) and client_sends_video(client_class) else FRAMES
 
 
-def check_not_retired(model: str) -> None:
-    """Stop a run naming a model its provider retired, with the successor (unless ``ROBOREWARD_ALLOW_RETIRED=1``).
-
-    Raises:
-        ValueError: ``model`` is retired (see :data:`helm_roboreward.helm_layer.model_lifecycle.RETIRED_MODELS`).
-    """
-    retirement = retirement_of(model)
-    if retirement is not None and not retired_runs_allowed():
-        raise ValueError(retired_message(model, retirement))
-
-
-def without_retired(run_specs: list[RunSpec], model_value: str) -> list[RunSpec]:
-    """Leave retired models out of a model group's ``roboreward`` runs (``model=vlm`` without ``--models-to-run``).
-
-    HELM drops deprecated models from its groups the same way; a retired model named explicitly still stops the
-    run with its successor (:func:`check_not_retired`).
-    """
-    if "/" in model_value or retired_runs_allowed():
-        return run_specs
-    kept = [spec for spec in run_specs
-            if spec.scenario_spec.class_name != SCENARIO_CLASS or retirement_of(spec.adapter_spec.model) is None]
-    for spec in run_specs:
-        retirement = retirement_of(spec.adapter_spec.model)
-        if spec.scenario_spec.class_name == SCENARIO_CLASS and retirement is not None:
-            hlog(f"RoboReward: model={model_value} leaves out {spec.adapter_spec.model} (retired on "
-                 f"{retirement.date.isoformat()}; successor {retirement.successor})")
-    return kept
-
-
-def _named(value: str | None, names: Iterable[str]) -> str | None:
-    """The registered name that a run name's sanitized value (``/`` written ``_``) stands for (None: none, or two)."""
-    if not value:
-        return None
-    found = [name for name in names if name.replace("/", "_") == value]
-    return found[0] if len(found) == 1 else None
-
-
-def deployment_of_run(run_name: str, args: Mapping[str, Any]) -> str | None:
-    """The deployment a ``roboreward`` run uses, recovered from its name and scenario arguments as routing chose it.
-
-    The name holds ``model=`` and, when the entry named one, ``model_deployment=`` (HELM writes ``/`` as ``_``);
-    the arguments hold the departures served by twins (``layout=``, ``decoding=``). None when the name does not
-    say (a run spec built by hand).
-    """
-    parts = dict(part.split("=", 1) for part in run_name.partition(":")[2].split(",") if "=" in part)
-    named = _named(parts.get("model_deployment"), DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT)
-    model = _named(parts.get("model"), MODEL_NAME_TO_MODEL_METADATA)
-    chosen = named or (roboreward_deployment(model) if model else None)
-    if chosen is None or _client_class(chosen) is None:
-        return None
-    return apply_variants(chosen, dict(args))
-
-
-def run_request_limits(run_name: str, args: Mapping[str, Any]) -> tuple[str, RequestLimits] | None:
-    """The deployment of a ``roboreward`` run (by :func:`deployment_of_run`) and its request limits, or None."""
-    deployment = deployment_of_run(run_name, args)
-    if deployment is None:
-        return None
-    return deployment, limits_for_deployment(get_model_deployment(deployment))
-
-
 def roboreward_deployment(model: str) -> str | None:
     """The deployment a ``roboreward`` run of ``model`` uses when the entry names none (None: HELM has none).
 
@@ -199,26 +164,7 @@ def roboreward_deployment(model: str) -> str | None:
     return preferred_deployment(model) or get_default_model_deployment_for_model(model) or None
 
 
-def _deployment_of(run_spec: RunSpec) -> str | None:
-    """The deployment a run spec names, or the one it would get: the package's, then HELM's default.
-
-    None when HELM cannot resolve it yet (an unknown model is left for HELM to report).
-    """
-    adapter = run_spec.adapter_spec
-    name: str | None = adapter.model_deployment
-    if not name and adapter.model:
-        name = preferred_deployment(adapter.model) or get_default_model_deployment_for_model(adapter.model)
-    return name or None
-
-
-def _client_class(deployment: str) -> str | None:
-    try:
-        return get_model_deployment(deployment).client_spec.class_name
-    except ModelDeploymentNotFoundError:
-        return None
-
-
-def apply_variants(deployment: str, args: dict[str, Any]) -> str:
+def apply_variants(deployment: str, departures: dict[str, str]) -> str:
     """The deployment serving the departures the run entry asks for (``layout=``, ``decoding=``, ``score=``).
 
     ``score=expected`` picks the ``-logprobs`` twin of a client that can record log-probabilities (other clients
@@ -228,7 +174,7 @@ def apply_variants(deployment: str, args: dict[str, Any]) -> str:
     it.
     """
     for variant in VARIANTS:
-        if str(args.get(variant.option, OFFICIAL)) != variant.value:
+        if departures.get(variant.option, OFFICIAL) != variant.value:
             continue
         served = variant_of(deployment, variant.option, variant.value)
         if served is not None:
@@ -236,66 +182,177 @@ def apply_variants(deployment: str, args: dict[str, Any]) -> str:
     return deployment
 
 
-FRAME_OPTION_NAMES = ("fps", "last_frame", "max_frames", "max_side")
-"""Run-entry options that shape frames only: they do nothing for a model given the native mp4."""
+def data_label(data: str) -> str:
+    """The ``data`` value as it appears in a run name: local paths become ``<folder>-<hash>`` (no slashes)."""
+    if data in ("hf", "sample"):
+        return data
+    absolute = os.path.abspath(os.path.expanduser(data))
+    folder = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(absolute.rstrip(os.sep)) or "root")
+    return f"{folder}-{hashlib.sha256(absolute.encode('utf-8')).hexdigest()[:8]}"
 
-VARIANT_OPTION_NAMES = (LAYOUT_OPTION, DECODING_OPTION)
-"""Run-entry options served by twin deployments: named only where the deployment serves them."""
 
+def revision_label(revision: str) -> str:
+    """The ``revision`` value as it appears in a run name: percent-encoded, so it stays one folder and exact.
 
-def _named_for_mode(run_name: str, current: str, mode: str, args: dict[str, Any], deployment: str) -> str:
-    """The run name with ``video=<mode>``, the non-default frame options (frames only) and the departures served.
-
-    Rebuilt from the scenario arguments every time, so a later expander switching native back to
-    frames (``model=...,model_deployment=...``) restores the options an earlier pass left out. A departure
-    (``layout=one_message``, ``decoding=greedy``) is named when the deployment used serves it, whether the
-    entry asked for it or named its twin deployment, and only then: the name says what ran.
+    Hub revisions may hold slashes (``refs/pr/1``), which would split the run folder; letters, digits and
+    ``_.-~`` are kept, so branch, tag and commit names read as given (``v1.0``, ``main``, a sha). The
+    encoding is one-to-one (``%`` itself is encoded), so two revisions never share a name.
     """
-    prefix, _, rest = run_name.partition(":")
-    dropped = FRAME_OPTION_NAMES + VARIANT_OPTION_NAMES
-    parts = [part for part in rest.split(",") if part.split("=", 1)[0] not in dropped]
-    if f"video={current}" not in parts:  # not a name this package built: only the mode changes
-        return run_name.replace(f"video={current}", f"video={mode}", 1)
-    video = parts.index(f"video={current}")
-    # The run spec stores the frame options under FrameOptions' own field names.
-    frame_args = {field.name: args[field.name] for field in dataclasses.fields(FrameOptions) if field.name in args}
-    options = [] if mode == NATIVE else FrameOptions(**frame_args).run_name_options()
-    options += [f"{variant.option}={variant.value}" for variant in variants_served(deployment)
-                if variant.named_by_routing]
-    parts[video:video + 1] = [f"video={mode}", *options]
-    return f"{prefix}:{','.join(parts)}"
+    return urllib.parse.quote(revision, safe="")
 
 
-def resolve_video_routing(run_spec: RunSpec, apply_token_allowance: bool) -> RunSpec:
-    """Fix the deployment, video mode (and reasoning token allowance) of a ``roboreward`` run spec for its model.
+def data_and_revision_parts(args: dict[str, Any]) -> list[str]:
+    """The run-name parts of the scenario's ``data`` and ``revision`` arguments (absent: the defaults)."""
+    parts = []
+    if "data" in args:
+        parts.append(f"data={data_label(str(args['data']))}")
+    if "revision" in args:
+        parts.append(f"revision={revision_label(str(args['revision']))}")
+    return parts
 
-    Other run specs pass through unchanged. An unknown model is left for HELM to report.
+
+def run_name_prefix(args: dict[str, Any], request: RoutingRequest, mode: str, deployment: str | None) -> str:
+    """``roboreward:subset=...,data=...,video=<mode>,<frame options>,<departures served>,score=...,failed=...``.
+
+    Frame options appear for frames runs only (and before routing, when the mode is still the request); a
+    departure served by a twin (``layout=one_message``, ``decoding=greedy``) appears when the deployment used serves
+    it, whether the entry asked for it or named the twin: the name says what ran.
     """
-    if run_spec.scenario_spec.class_name != SCENARIO_CLASS:
-        return run_spec
-    check_not_retired(run_spec.adapter_spec.model)
-    chosen = _deployment_of(run_spec)
-    if chosen is None or _client_class(chosen) is None:
-        return run_spec
-    args = run_spec.scenario_spec.args
-    deployment = apply_variants(chosen, args)
-    client_class = _client_class(deployment) or ""
-    if str(args.get(SCORE_OPTION, "")) == EXPECTED and client_class not in LOGPROBS_CLIENTS:
+    parts = [f"subset={args['subset']}", *data_and_revision_parts(args), f"video={mode}"]
+    if mode != NATIVE:
+        parts += request.frame_options.run_name_options()
+    if deployment is not None:
+        parts += [f"{variant.option}={variant.value}" for variant in variants_served(deployment)
+                  if variant.named_by_routing]
+    if request.score != PARSED_SCORE:
+        parts.append(f"score={request.score}")
+    if request.failed != DEFAULT_FAILED_POLICY:
+        parts.append(f"failed={request.failed}")
+    return f"{RUN_SPEC_NAME}:{','.join(parts)}"
+
+
+def scenario_args(base: dict[str, Any], mode: str, options: FrameOptions) -> dict[str, Any]:
+    """The scenario's arguments: what changes its instances, and nothing else (no defaults, no model settings).
+
+    HELM names a subset's tables and caches instances after these arguments, so model-level settings
+    (departures, limits, worker counts) never enter them: every model of a subset shares its tables.
+    """
+    args: dict[str, Any] = {key: base[key] for key in ("subset", "data", "revision") if key in base}
+    args["video"] = mode
+    if mode != NATIVE:
+        defaults = FrameOptions()
+        for field in ("frames_per_second", "include_last_frame", "max_frames", "max_side"):
+            value = getattr(options, field)
+            if value != getattr(defaults, field):
+                args[field] = value
+    return args
+
+
+def _deployment(name: str) -> ModelDeployment:
+    try:
+        return get_model_deployment(name)
+    except ModelDeploymentNotFoundError:
+        raise ValueError(
+            f"roboreward: model deployment {name!r} is not registered with HELM. List the known ones with "
+            "`roboreward models`, add one with `roboreward add-model`, or give helm-run the --local-path whose "
+            "model_deployments.yaml defines it."
+        ) from None
+
+
+_SANITIZED: dict[int, dict[str, list[str]]] = {}
+
+
+def check_distinct_run_name(model: str) -> None:
+    """Refuse a model whose name HELM writes like another registered model's in run names (``/`` becomes ``_``).
+
+    Raises:
+        ValueError: Both names, and the fix (two runs would share one output folder).
+    """
+    size = len(MODEL_NAME_TO_MODEL_METADATA)
+    if size not in _SANITIZED:
+        _SANITIZED.clear()
+        names: dict[str, list[str]] = {}
+        for name in MODEL_NAME_TO_MODEL_METADATA:
+            names.setdefault(name.replace("/", "_"), []).append(name)
+        _SANITIZED[size] = names
+    same = [name for name in _SANITIZED[size].get(model.replace("/", "_"), []) if name != model]
+    if same:
+        raise ValueError(
+            f"roboreward: models {model!r} and {same[0]!r} are both registered, and HELM writes both as "
+            f"{model.replace('/', '_')!r} in run names: their runs would share one output folder and one would "
+            "overwrite the other. Rename one of them (model_metadata.yaml and model_deployments.yaml under "
+            "--local-path, or `roboreward add-model --force` with another name)."
+        )
+
+
+_GROUP_PARENTS: dict[int, tuple[RoutingRequest, str]] = {}
+"""Unrouted requests (by identity) -> the first model routed from them. HELM's model expander copies one parent run
+spec per model of a group, so two models routed from one parent request mean a group (``model=vlm``). Entries are
+kept (one per run entry) so an identity is never reused."""
+
+
+def _check_not_a_group(request: RoutingRequest, model: str) -> None:
+    first = _GROUP_PARENTS.setdefault(id(request), (request, model))[1]
+    if first != model:
+        raise ValueError(
+            f"roboreward: the entry's model= names a HELM model group (it gave {first} and {model}, e.g. "
+            "model=vlm). This package's models stay out of HELM's groups, so that other benchmarks are unchanged; "
+            "a group therefore no longer means every model. Use models=all (every model that takes images or "
+            "video, routed officially), models=leaderboard (the published leaderboard's models) or "
+            "model=<org/name> for one; --models-to-run <org/name> ... still picks models for entries without "
+            "model=."
+        )
+
+
+def route(run_name: str, base_args: dict[str, Any], request: RoutingRequest, model: str,
+          model_deployment: str, max_tokens: int) -> tuple[str, dict[str, Any], RoutingRequest, str, int]:
+    """Resolve a ``roboreward`` run for ``model``: ``(name, scenario args, routed request, deployment, max_tokens)``.
+
+    ``run_name`` is the run spec's current name (this package's prefix, then what HELM's expanders appended);
+    ``model_deployment`` the deployment the run spec names ('' when none). Calling it again on its own result
+    returns the same result (HELM copies run specs many times while it expands an entry).
+
+    Raises:
+        ValueError: A model group, a model changed after routing (``models=`` with ``--models-to-run``), an
+            unknown deployment, a retired model, a run-name clash, or ``video=native`` on a client that cannot send
+            video.
+    """
+    first = not request.model
+    if first:
+        _check_not_a_group(request, model)
+    elif request.model != model:
+        raise ValueError(
+            f"roboreward: this run was routed for {request.model}, then given model {model}: an entry with "
+            "models= cannot be combined with --models-to-run (or a second model=). Use models= alone, or "
+            "model=<org/name> entries (--models-to-run picks among them)."
+        )
+    check_distinct_run_name(model)
+    check_not_retired(model)
+    chosen = model_deployment or roboreward_deployment(model)
+    if not chosen:
+        raise ValueError(f"roboreward: HELM has no deployment for model {model!r}; see `roboreward models` or add "
+                         "one with `roboreward add-model`")
+    deployment = apply_variants(_deployment(chosen).name, request.departures())
+    client = _deployment(deployment).client_spec
+    client_class = client.class_name
+    declared = sorted(set(client.args) & set(DECLARED_LIMIT_ARGS))
+    if declared and client_class != OPENAI_VIDEO_CLIENT:
+        raise ValueError(
+            f"roboreward: model deployment {deployment!r} declares {', '.join(declared)}, but its client "
+            f"{client_class} takes no such argument (HELM would fail to build it). Only this package's "
+            f"{OPENAI_VIDEO_CLIENT.rsplit('.', 1)[-1]} enforces declared request limits; remove them, and check "
+            "a run against the provider's documented limits with `roboreward estimate`."
+        )
+    if first and request.score == EXPECTED and client_class not in LOGPROBS_CLIENTS:
         hlog(f"RoboReward: score=expected for {deployment}: its client ({client_class.rsplit('.', 1)[-1]}) records "
              "no answer-token probabilities: expected_score_coverage 0, and the reward-model statistics use the "
              "parsed score")
-    current = str(args.get("video", AUTO))
-    # The user's request survives resolution, so a later expander (model after model_deployment, or a
-    # deployment override after the model) decides again from it rather than from an earlier guess.
-    requested = str(args.get("video_request", current))
-    mode = choose_video_mode(requested, run_spec.adapter_spec.model, client_class, deployment)
-    scenario_spec = dataclasses.replace(
-        run_spec.scenario_spec, args={**args, "video": mode, "video_request": requested}
-    )
-    name = _named_for_mode(run_spec.name, current, mode, args, deployment)
-    adapter_spec = run_spec.adapter_spec
-    if adapter_spec.model_deployment != deployment:
-        adapter_spec = dataclasses.replace(adapter_spec, model_deployment=deployment)  # the one routed for
-    if apply_token_allowance and needs_reasoning_allowance(adapter_spec.model):
-        adapter_spec = dataclasses.replace(adapter_spec, max_tokens=adapter_spec.max_tokens + REASONING_TOKEN_ALLOWANCE)
-    return dataclasses.replace(run_spec, name=name, scenario_spec=scenario_spec, adapter_spec=adapter_spec)
+    mode = choose_video_mode(request.video, model, client_class, deployment)
+    if first and needs_reasoning_allowance(model):
+        max_tokens += REASONING_TOKEN_ALLOWANCE
+    prefix = run_name_prefix(base_args, request, mode, deployment)
+    if not run_name.startswith(request.name_prefix):
+        raise ValueError(f"roboreward: run name {run_name!r} no longer starts with {request.name_prefix!r}")
+    name = prefix + run_name[len(request.name_prefix):]
+    routed = dataclasses.replace(request, model=model, name_prefix=prefix)
+    return name, scenario_args(base_args, mode, request.frame_options), routed, deployment, max_tokens

@@ -1,44 +1,60 @@
-"""The ``roboreward`` run spec and the model-aware video routing hooked into HELM's model expander.
+"""The ``roboreward`` run spec, and the ``models=`` run expander for groups of models routed officially.
 
 Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,video=<auto|frames|native>,
 fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,layout=<official|one_message>,
-decoding=<official|greedy>,failed=<max_error|skip>,jobs=<int>,model=<...>``.
-Every argument but ``jobs`` (which changes no result) appears in the run name when it is not the default and
-changes what runs (frame options for frames only; ``layout``/``decoding`` where the deployment serves them), and
-it appears exactly: numbers by :func:`helm_roboreward.media.selection.exact_number`, the revision percent-encoded
-(:func:`revision_label`), a local data folder as its name and a hash of its absolute path (:func:`data_label`).
+decoding=<official|greedy>,score=<parsed|expected>,failed=<max_error|skip>`` with ``model=<org/name>`` (HELM's own
+model expander, and ``model_deployment=`` to pick a deployment) or ``models=<leaderboard|all|baselines>`` (this
+package's expander). The run spec is a :class:`RoboRewardRunSpec`, which routes itself officially
+(:func:`helm_roboreward.helm_layer.routing.route`) whenever HELM sets its model: HELM's run spec
+``__post_init__`` already normalizes every run spec it builds, and HELM's expanders copy run specs with
+``dataclasses.replace``, which runs it again. HELM's own expanders stay as HELM ships them.
+
+Every argument that changes results appears in the run name when it is not the default (frame options for
+frames runs only; ``layout``/``decoding`` where the deployment serves them), exactly: numbers by
+:func:`helm_roboreward.media.selection.exact_number`, the revision percent-encoded, a local data folder as its
+name and a hash of its absolute path (:func:`helm_roboreward.helm_layer.routing.data_label`).
 """
 
-import hashlib
-import os
-import re
-import urllib.parse
+import dataclasses
 from typing import Any
 
 from helm.benchmark.adaptation.adapter_spec import ADAPT_GENERATION_MULTIMODAL, AdapterSpec
 from helm.benchmark.metrics.metric import MetricSpec
-from helm.benchmark.run_expander import RUN_EXPANDERS, ModelDeploymentRunExpander, ModelRunExpander
+from helm.benchmark.run_expander import RUN_EXPANDERS, ModelRunExpander
 from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
+from helm.common.hierarchical_logger import hlog
 
 from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, DATASET_REVISION, SAMPLE_SUBSET_IDS, subset_group
+from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS
 from helm_roboreward.helm_layer.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES, PARSED_SCORE, SCORE_MODES
-from helm_roboreward.helm_layer.model_registry import DECODINGS, LAYOUTS, OFFICIAL
+from helm_roboreward.helm_layer.model_lifecycle import ALIASES, retired_runs_allowed, retirement_of
+from helm_roboreward.helm_layer.model_registry import DECODINGS, LAYOUTS, OFFICIAL, package_model_names
 from helm_roboreward.helm_layer.routing import (
     AUTO,
+    RUN_SPEC_NAME,
     SCENARIO_CLASS,
     VIDEO_MODES,
-    resolve_video_routing,
-    without_retired,
+    RoutingRequest,
+    data_label,
+    revision_label,
+    route,
+    run_name_prefix,
+    scenario_args,
 )
 from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
 
-RUN_SPEC_NAME = "roboreward"
 DEFAULT_MAX_TOKENS = 5000
 """docs/protocol.md, section 5; OpenAI and Gemini models get 60,000 more (see routing)."""
 
+JOBS_VARIABLE = "ROBOREWARD_JOBS"
+"""Environment variable: worker processes for frame extraction (default: the CPU count). It changes no result."""
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+
+__all__ = ["RoboRewardRunSpec", "RoboRewardModelsRunExpander", "data_label", "get_roboreward_spec",
+           "revision_label"]
 
 
 def parse_flag(name: str, value: str | int | float | bool) -> bool:
@@ -61,25 +77,6 @@ def _number(name: str, value: str | int | float, kind: type) -> Any:
     return number
 
 
-def data_label(data: str) -> str:
-    """The ``data`` value as it appears in a run name: local paths become ``<folder>-<hash>`` (no slashes)."""
-    if data in ("hf", "sample"):
-        return data
-    absolute = os.path.abspath(os.path.expanduser(data))
-    folder = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(absolute.rstrip(os.sep)) or "root")
-    return f"{folder}-{hashlib.sha256(absolute.encode('utf-8')).hexdigest()[:8]}"
-
-
-def revision_label(revision: str) -> str:
-    """The ``revision`` value as it appears in a run name: percent-encoded, so it stays one folder and exact.
-
-    Hub revisions may hold slashes (``refs/pr/1``), which would split the run folder; letters, digits and
-    ``_.-~`` are kept, so branch, tag and commit names read as given (``v1.0``, ``main``, a sha). The
-    encoding is one-to-one (``%`` itself is encoded), so two revisions never share a name.
-    """
-    return urllib.parse.quote(revision, safe="")
-
-
 def _check_subset_name(subset: str) -> None:
     """A subset id is a folder name under ``test/``; anything else would move the run folder (its name holds it)."""
     if subset in ("", ".", "..") or any(character in subset for character in "/\\\x00"):
@@ -99,6 +96,36 @@ def _check_subset(subset: str, data: str) -> None:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class RoboRewardRunSpec(RunSpec):
+    """A ``roboreward`` run spec: it routes itself officially whenever HELM sets (or copies) its model.
+
+    HELM's run spec ``__post_init__`` normalizes the name of every run spec it builds; this one also applies
+    :func:`helm_roboreward.helm_layer.routing.route` once the adapter spec names a model, so the deployment, video
+    mode, token allowance and run name follow the model. HELM's own expanders (``model``, ``model_deployment``)
+    stay as HELM ships them. ``run_spec.json`` gains the ``routing`` field (what the entry asked for); HELM reads
+    such files back as plain run specs.
+    """
+
+    routing: RoutingRequest | None = None
+    """What the entry asked for that depends on the model (None: route nothing)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.routing is None or not self.adapter_spec.model:
+            return
+        adapter = self.adapter_spec
+        name, args, routing, deployment, max_tokens = route(
+            self.name, dict(self.scenario_spec.args), self.routing, adapter.model, adapter.model_deployment or "",
+            adapter.max_tokens)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "scenario_spec", dataclasses.replace(self.scenario_spec, args=args))
+        object.__setattr__(self, "routing", routing)
+        if deployment != adapter.model_deployment or max_tokens != adapter.max_tokens:
+            object.__setattr__(self, "adapter_spec", dataclasses.replace(adapter, model_deployment=deployment,
+                                                                          max_tokens=max_tokens))
+
+
 @run_spec_function(RUN_SPEC_NAME)
 def get_roboreward_spec(
     subset: str = "all",
@@ -113,9 +140,15 @@ def get_roboreward_spec(
     decoding: str = OFFICIAL,
     failed: str = DEFAULT_FAILED_POLICY,
     score: str = PARSED_SCORE,
-    jobs: int = 0,
+    **unknown: Any,
 ) -> RunSpec:
     """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
+    if "jobs" in unknown:
+        raise ValueError(f"roboreward: jobs= is no longer a run-entry argument (it changed no result, but split a "
+                         f"subset's tables): set {JOBS_VARIABLE}=<n> in helm-run's environment instead")
+    if unknown:
+        raise ValueError(f"roboreward: unknown argument(s) {', '.join(sorted(unknown))}; see README's run-entry "
+                         "options table")
     subset, data, revision, video, failed = str(subset), str(data), str(revision), str(video), str(failed)
     if video not in VIDEO_MODES:
         raise ValueError(f"roboreward: video={video!r} is not one of {', '.join(VIDEO_MODES)}")
@@ -145,43 +178,22 @@ def get_roboreward_spec(
     except ValueError as error:
         message = str(error)
         raise ValueError(message if message.startswith("roboreward:") else f"roboreward: {message}") from None
-    scenario_args: dict[str, Any] = {
-        "subset": subset,
-        "data": data,
-        "revision": revision,
-        "video": video,
-        "frames_per_second": options.frames_per_second,
-        "include_last_frame": options.include_last_frame,
-        "max_frames": options.max_frames,
-        "max_side": options.max_side,
-        "layout": layout,
-        "decoding": decoding,
-        "jobs": _number("jobs", jobs, int),
-        **({"score": score} if score != PARSED_SCORE else {}),  # the routing picks a log-probabilities twin
-    }
-    return RunSpec(
-        name=_run_name(subset, data, revision, video, options, failed, score),
-        scenario_spec=ScenarioSpec(class_name=SCENARIO_CLASS, args=scenario_args),
+    base: dict[str, Any] = {"subset": subset}
+    if data != "hf":
+        base["data"] = data
+    if revision != DATASET_REVISION:
+        base["revision"] = revision
+    request = RoutingRequest(video=video, frame_options=options, failed=failed, score=score, layout=layout,
+                             decoding=decoding)
+    prefix = run_name_prefix(base, request, video, None)
+    return RoboRewardRunSpec(
+        name=prefix,
+        scenario_spec=ScenarioSpec(class_name=SCENARIO_CLASS, args=scenario_args(base, video, options)),
         adapter_spec=_adapter_spec(),
         metric_specs=metric_specs(failed, score),
         groups=[subset_group(subset)],
+        routing=dataclasses.replace(request, name_prefix=prefix),
     )
-
-
-def _run_name(subset: str, data: str, revision: str, video: str, options: FrameOptions, failed: str,
-              score: str = PARSED_SCORE) -> str:
-    parts = [f"subset={subset}"]
-    if data != "hf":
-        parts.append(f"data={data_label(data)}")
-    if revision != DATASET_REVISION:
-        parts.append(f"revision={revision_label(revision)}")
-    parts.append(f"video={video}")
-    parts += options.run_name_options()
-    if score != PARSED_SCORE:
-        parts.append(f"score={score}")
-    if failed != DEFAULT_FAILED_POLICY:
-        parts.append(f"failed={failed}")
-    return f"{RUN_SPEC_NAME}:{','.join(parts)}"
 
 
 def _adapter_spec() -> AdapterSpec:
@@ -216,24 +228,73 @@ def metric_specs(failed: str = DEFAULT_FAILED_POLICY, score: str = PARSED_SCORE)
     ]
 
 
-class RoboRewardModelRunExpander(ModelRunExpander):
-    """HELM's model expander, then the per-model video routing and token allowance for roboreward runs."""
+MODEL_GROUPS = ("leaderboard", "all", "baselines")
+"""Values of ``models=``: the published leaderboard's models, every model that takes images or video, the
+offline baselines."""
+
+BASELINES = ("baseline/constant-3", "baseline/uniform-random")
+
+
+def models_in_group(group: str) -> list[str]:
+    """The models ``models=<group>`` runs (registered, not retired, not aliases), in a fixed order.
+
+    - ``leaderboard``: the published leaderboard's models (:data:`helm_roboreward.core.leaderboard.LEADERBOARD_MODELS`);
+    - ``all``: HELM's vision-language model group (``model=vlm``), then the package's own current models;
+    - ``baselines``: the two offline baselines.
+    """
+    from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA
+
+    if group == "leaderboard":
+        names = list(LEADERBOARD_MODELS)
+    elif group == "all":
+        helm_vlm = ModelRunExpander("vlm").get_model_group_to_model_names()["vlm"]
+        names = list(helm_vlm) + [name for name in package_model_names() if name not in BASELINES]
+    elif group == "baselines":
+        names = list(BASELINES)
+    else:
+        raise ValueError(f"roboreward: models={group!r} is not one of {', '.join(MODEL_GROUPS)} (or name one model "
+                         "with model=<org/name>)")
+    kept = []
+    for name in dict.fromkeys(names):
+        if name not in MODEL_NAME_TO_MODEL_METADATA or name in ALIASES:
+            continue
+        retirement = retirement_of(name)
+        if retirement is not None and not retired_runs_allowed():
+            hlog(f"RoboReward: models={group} leaves out {name} (retired on {retirement.date.isoformat()}; "
+                 f"successor {retirement.successor})")
+            continue
+        kept.append(name)
+    return kept
+
+
+class RoboRewardModelsRunExpander(ModelRunExpander):
+    """``models=<group>``: one run per model of the group, each routed officially (a new expander key).
+
+    A subclass of HELM's model expander, so HELM does not add its default ``model=all`` to the entry; it sets
+    each model the way HELM's does (:meth:`replace_model_in_run_spec`), and the :class:`RoboRewardRunSpec`
+    routes it.
+    """
+
+    name = "models"
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(value)
+        if str(value) not in MODEL_GROUPS:
+            raise ValueError(f"roboreward: models={value!r} is not one of {', '.join(MODEL_GROUPS)} (or name one "
+                             "model with model=<org/name>)")
 
     def expand(self, run_spec: RunSpec) -> list[RunSpec]:
-        """Expand models as HELM does (retired models left out of groups) and resolve ``video=auto`` for each."""
-        expanded = without_retired(super().expand(run_spec), str(self.value))
-        return [resolve_video_routing(spec, apply_token_allowance=True) for spec in expanded]
-
-
-class RoboRewardModelDeploymentRunExpander(ModelDeploymentRunExpander):
-    """HELM's deployment override, then a re-check that the deployment can take the chosen media."""
-
-    def expand(self, run_spec: RunSpec) -> list[RunSpec]:
-        """Override the deployment as HELM does and re-check the routing."""
-        return [resolve_video_routing(spec, apply_token_allowance=False) for spec in super().expand(run_spec)]
+        """One run spec per model of the group, each with its own routing request (never taken for HELM's group)."""
+        if not isinstance(run_spec, RoboRewardRunSpec) or run_spec.routing is None:
+            raise ValueError("roboreward: models= applies to roboreward entries only; other benchmarks name "
+                             "HELM's groups with model= (model=vlm, model=text, ...)")
+        children = []
+        for model in models_in_group(str(self.value)):
+            own = dataclasses.replace(run_spec, routing=dataclasses.replace(run_spec.routing))
+            children.append(self.replace_model_in_run_spec(model, own))
+        return children
 
 
 def install_expanders() -> None:
-    """Put the routing-aware expanders in HELM's expander registry (idempotent; a plugin registration)."""
-    RUN_EXPANDERS[RoboRewardModelRunExpander.name] = RoboRewardModelRunExpander
-    RUN_EXPANDERS[RoboRewardModelDeploymentRunExpander.name] = RoboRewardModelDeploymentRunExpander
+    """Add the ``models`` expander key to HELM's expander registry (idempotent; HELM's own keys are untouched)."""
+    RUN_EXPANDERS.setdefault(RoboRewardModelsRunExpander.name, RoboRewardModelsRunExpander)

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 
-from helm.benchmark import runner as helm_runner
 from helm.benchmark.scenarios.scenario import (
     CORRECT_TAG,
     TEST_SPLIT,
@@ -30,20 +29,19 @@ from helm.common.media_object import MediaObject, MultimediaObject
 
 # Processes that never load entry-point plugins still create this scenario before any client: HELM's Slurm
 # worker (`python -m helm.benchmark.slurm_runner`) registers the built-in and --local-path configuration, then
-# runs each run spec, scenario first. Importing the plugin here registers the package's models, variant twins and
-# request-limit handling in such a process too; in helm-run the plugin is already loaded and this is a no-op.
+# runs each run spec, scenario first. Importing the plugin here registers the package's models and variant twins
+# in such a process too; in helm-run the plugin is already loaded and this is a no-op.
 import helm_roboreward.helm_layer.plugin  # noqa: F401  (registration side effect)
 from helm_roboreward.core.benchmark import DATASET_REVISION, DATASET_URL, PAPER_URL, PROMPT_VERSION
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.core.record import InstanceRecord
-from helm_roboreward.core.request_limits import PlannedRequest, check_requests
 from helm_roboreward.data.rows import DataError, Rollout, load_rollouts
 from helm_roboreward.data.sources import resolve_data_source
-from helm_roboreward.helm_layer.routing import FRAMES, NATIVE, VIDEO_MODES, run_request_limits
+from helm_roboreward.helm_layer.routing import FRAMES, NATIVE, VIDEO_MODES
+from helm_roboreward.helm_layer.run_specs import JOBS_VARIABLE
 from helm_roboreward.media.paths import recorded_path
 from helm_roboreward.media.preparation import (
-    VIDEO_CONTENT_TYPE,
     PreparedMedia,
     failures_by_row,
     prepare_media,
@@ -54,12 +52,23 @@ from helm_roboreward.media.selection import FrameOptions
 PROVENANCE_PREFIX = "roboreward-data-"
 """Provenance records (data, requested and resolved revision) are written next to the media."""
 
-_RUN_NAME = getattr(helm_runner, "_get_current_run_spec_name", None)
+EARLIER_ARGUMENTS = ("jobs", "video_request", "layout", "decoding", "score")
+"""Scenario arguments that suites written by earlier versions recorded and that change no instance: accepted so
+those suites still summarize, and ignored."""
 
 
-def current_run_name() -> str | None:
-    """The run HELM's runner is running (it records the name before creating the scenario; HELM 0.5.16)."""
-    return _RUN_NAME() if callable(_RUN_NAME) else None
+def worker_count() -> int:
+    """Frame-extraction worker processes: ``ROBOREWARD_JOBS`` when set, else the CPU count.
+
+    Raises:
+        ValueError: ``ROBOREWARD_JOBS`` is not a whole number >= 1.
+    """
+    value = os.environ.get(JOBS_VARIABLE, "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{JOBS_VARIABLE}={value!r}: give a whole number of worker processes >= 1")
+    return int(value)
 
 
 def instance_id(file_name: str) -> str:
@@ -84,43 +93,35 @@ class RoboRewardScenario(Scenario):
         include_last_frame: bool = False,
         max_frames: int = 0,
         max_side: int = 0,
-        jobs: int = 0,
         media_dir: str | None = None,
-        video_request: str | None = None,
-        layout: str = "official",
-        decoding: str = "official",
-        score: str = "parsed",
+        **earlier: object,
     ) -> None:
-        """Args mirror the run entry (see README).
+        """Args are what changes the instances (see README's run-entry options); ``video`` is the resolved mode.
 
-        ``video`` is the resolved mode; ``video_request`` what the run entry asked for (``auto``
-        included), kept for provenance; ``media_dir`` overrides where media is stored. ``layout`` and
-        ``decoding`` (and ``score``) choose the model deployment (routing) and change nothing here; they are
-        accepted so the run spec keeps the user's request (and they tell the pre-flight check which twin
-        deployment runs).
+        ``media_dir`` overrides where media is stored (tests). :data:`EARLIER_ARGUMENTS` are accepted and
+        ignored (suites written by earlier versions).
         """
         super().__init__()
+        unknown = sorted(set(earlier) - set(EARLIER_ARGUMENTS))
+        if unknown:
+            raise ValueError(f"RoboRewardScenario: unknown argument(s) {', '.join(unknown)}")
         if video not in (FRAMES, NATIVE):
             raise ValueError(
                 f"video={video!r} reached the scenario unresolved; expected one of {VIDEO_MODES[:2]}. "
-                "video=auto is resolved per model when the run entry names the model (model=... or model=vlm) "
-                "and helm-roboreward is installed; or pass video=frames / video=native explicitly."
+                "video=auto is resolved per model when the run entry names the model (model=<org/name> or "
+                "models=<group>) and helm-roboreward is installed; or pass video=frames / video=native explicitly."
             )
         self.subset = subset
         self.data = data
         self.revision = revision
         self.video = video
-        self.video_request = video_request or video
         self.frame_options = FrameOptions(
             frames_per_second=float(frames_per_second),
             include_last_frame=bool(include_last_frame),
             max_frames=int(max_frames),
             max_side=int(max_side),
         )
-        self.jobs = int(jobs) if jobs else (os.cpu_count() or 1)
         self.media_dir = media_dir
-        self.layout = layout
-        self.decoding = decoding
 
     def get_instances(self, output_path: str) -> list[Instance]:
         """Read the data, prepare the media under ``output_path``, and build one instance per row."""
@@ -128,14 +129,13 @@ class RoboRewardScenario(Scenario):
         source = resolve_data_source(self.data, self.revision, subsets)
         rollouts = load_rollouts(source.root, subsets, source.description, source.trusted_root)
         media_dir = recorded_path(self.media_dir or output_path)
-        report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=self.jobs)
+        report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=worker_count())
         if report.failures:
             lines = failures_by_row(rollouts, report)
             raise DataError(
                 f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
                 f"(the other videos are prepared and cached):\n" + "\n".join(lines)
             )
-        self._check_request_limits(rollouts, report.media)
         for line in rebuilt_summary(report):
             hlog(f"RoboReward: {line}")
         hlog(
@@ -146,37 +146,6 @@ class RoboRewardScenario(Scenario):
         self._write_provenance(output_path, source.revision, rollouts)
         return [self._instance(rollout, report.media[rollout.video_path], source.revision, len(rollouts))
                 for rollout in rollouts]
-
-    def _check_request_limits(self, rollouts: list[Rollout], media: dict[str, PreparedMedia]) -> None:
-        """Stop before any request when an instance would exceed its deployment's request limits.
-
-        The deployment comes from the name of the run HELM is running (``helm.benchmark.runner`` records it before
-        creating the scenario; routing named the run), so nothing deployment-specific enters the scenario
-        arguments. A scenario created outside a run (no run name) is not checked.
-
-        Raises:
-            RequestLimitError: The rows over the limits, the limit and the fix (one message).
-        """
-        run_name = current_run_name()
-        departures = {"layout": self.layout, "decoding": self.decoding}
-        resolved = run_request_limits(run_name, departures) if run_name else None
-        if resolved is None:
-            return
-        deployment, limits = resolved
-        if limits.is_empty:
-            return
-        requests = []
-        for rollout in rollouts:
-            prepared = media[rollout.video_path]
-            native = prepared.content_type == VIDEO_CONTENT_TYPE
-            requests.append(PlannedRequest(
-                row=f"metadata line {rollout.row.line} ({rollout.row.subset})",
-                images=0 if native else len(prepared.paths),
-                videos=len(prepared.paths) if native else 0,
-                media_file_bytes=tuple(os.path.getsize(path) for path in prepared.paths),
-                text_bytes=len(build_prompt(rollout.row.task).encode("utf-8")),
-            ))
-        check_requests(requests, limits, deployment)
 
     def _instance(self, rollout: Rollout, media: PreparedMedia, revision: str, rows_in_run: int) -> Instance:
         content = [MediaObject(text=build_prompt(rollout.row.task), content_type="text/plain")]
@@ -189,7 +158,6 @@ class RoboRewardScenario(Scenario):
             episode=rollout.episode,
             video_sha256=media.video_sha256,
             video_mode=self.video,
-            video_request=self.video_request,
             num_frames=len(media.frame_indices),
             frame_indices=tuple(media.frame_indices),
             media_bytes=media.num_bytes,

@@ -1,7 +1,7 @@
 """``roboreward estimate``: rows, frames, media bytes, input tokens and cost per model and subset, before any run.
 
-Input: the models' :class:`~helm_roboreward.media.plan.ModelPlan` (as routing resolved them), the rows with their
-probed videos, and optionally prices. The media tokens follow each provider's documented formula
+Input: the models' :class:`~helm_roboreward.presentation.estimate_media.ModelPlan` (as routing resolved them), the
+rows with their probed videos, and optionally prices. The media tokens follow each provider's documented formula
 (:mod:`helm_roboreward.presentation.token_costs`); the prompt's by characters / 4. Output tokens are an
 assumption (``--output-tokens``, ``--reasoning-output-tokens`` for OpenAI and Gemini models, which bill their
 reasoning as output). A formula this package does not know gives no token count (``-``), never a guess.
@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from helm_roboreward.core.request_limits import PlannedRequest, limit_problems
-from helm_roboreward.media.plan import FRAMES, FramesPlan, ModelPlan, VideoFacts
 from helm_roboreward.presentation import token_costs
+from helm_roboreward.presentation.estimate_media import FRAMES, FramesPlan, ModelPlan, VideoFacts
 from helm_roboreward.presentation.prices import Price
 
 DEFAULT_OUTPUT_TOKENS = 200

@@ -87,12 +87,16 @@ def test_naming_a_retired_models_deployment_stops_too(monkeypatch: pytest.Monkey
         construct_run_specs(parse_object_spec(entry))
 
 
-def test_model_vlm_leaves_retired_models_out_and_keeps_their_successors(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("group", ["all", "leaderboard"])
+def test_model_groups_leave_retired_models_out(monkeypatch: pytest.MonkeyPatch, group: str) -> None:
     monkeypatch.delenv(ALLOW_RETIRED_VARIABLE, raising=False)
-    models = {spec.adapter_spec.model
-              for spec in construct_run_specs(parse_object_spec(f"roboreward:subset={SUBSET},data=sample,model=vlm"))}
+    entry = f"roboreward:subset={SUBSET},data=sample,models={group}"
+    models = {spec.adapter_spec.model for spec in construct_run_specs(parse_object_spec(entry))}
     assert not models & set(RETIRED_MODELS)
-    assert {"google/gemini-robotics-er-2-preview", "google/gemini-3.1-pro-preview"} <= models
+    if group == "all":
+        assert {"google/gemini-robotics-er-2-preview", "google/gemini-3.1-pro-preview"} <= models
+    else:  # the published models still served (their successors are other models: named, not substituted)
+        assert len(models) == 23 and "teetone/roboreward-8b" in models
 
 
 def test_other_benchmarks_are_not_affected() -> None:

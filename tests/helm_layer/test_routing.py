@@ -151,3 +151,75 @@ def test_models_that_officially_take_frames(model: str) -> None:
 )
 def test_needs_reasoning_allowance(model: str, expected: bool) -> None:
     assert needs_reasoning_allowance(model) is expected
+
+
+# ----------------------------------------------------------------------------------------- refusals, from the run spec
+
+def _expand(entry: str) -> list:
+    from helm.benchmark.run_spec_factory import construct_run_specs
+    from helm.common.object_spec import parse_object_spec
+
+    return construct_run_specs(parse_object_spec(entry))
+
+
+@pytest.fixture
+def restored_registry():
+    from helm.benchmark.model_deployment_registry import ALL_MODEL_DEPLOYMENTS, DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT
+    from helm.benchmark.model_metadata_registry import ALL_MODELS_METADATA
+
+    saved = (list(ALL_MODEL_DEPLOYMENTS), dict(DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT), list(ALL_MODELS_METADATA),
+             dict(MODEL_NAME_TO_MODEL_METADATA))
+    yield
+    ALL_MODEL_DEPLOYMENTS[:] = saved[0]
+    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.clear()
+    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.update(saved[1])
+    ALL_MODELS_METADATA[:] = saved[2]
+    MODEL_NAME_TO_MODEL_METADATA.clear()
+    MODEL_NAME_TO_MODEL_METADATA.update(saved[3])
+
+
+def _register(model: str, deployment: str, client: str, args: dict | None = None) -> None:
+    from helm.benchmark.model_deployment_registry import ClientSpec, ModelDeployment, register_model_deployment
+    from helm.benchmark.model_metadata_registry import ModelMetadata, register_model_metadata
+
+    if model not in MODEL_NAME_TO_MODEL_METADATA:
+        register_model_metadata(ModelMetadata(name=model, display_name=model, description="test",
+                                              creator_organization_name="test", access="open", release_date=None,
+                                              tags=["VISION_LANGUAGE_MODEL_TAG"]))
+    register_model_deployment(ModelDeployment(name=deployment, model_name=model,
+                                              client_spec=ClientSpec(class_name=client, args=args or {})))
+
+
+@pytest.mark.usefixtures("restored_registry")
+def test_models_written_alike_in_run_names_are_refused_naming_both() -> None:
+    constant = "helm_roboreward.clients.baselines.ConstantScoreClient"
+    _register("acme/x_y", "acme/x_y", constant)
+    _register("acme_x/y", "acme_x/y", constant)
+    for model, other in (("acme/x_y", "acme_x/y"), ("acme_x/y", "acme/x_y")):
+        with pytest.raises(ValueError, match="share one output folder") as error:
+            _expand(f"roboreward:subset=sim_kuka,data=sample,model={model}")
+        assert model in str(error.value) and other in str(error.value)
+
+
+@pytest.mark.usefixtures("restored_registry")
+def test_declared_limits_on_a_helm_client_are_refused() -> None:
+    _register("anthropic/claude-sonnet-4-5-20250929", "anthropic/tight-limits", ANTHROPIC_CLIENT,
+              {"max_images_per_prompt": 4})
+    with pytest.raises(ValueError, match="takes no such argument"):
+        _expand("roboreward:subset=sim_kuka,data=sample,model=anthropic/claude-sonnet-4-5-20250929,"
+                "model_deployment=anthropic/tight-limits")
+
+
+def test_an_unknown_deployment_is_an_error() -> None:
+    with pytest.raises(ValueError, match="not registered with HELM"):
+        _expand("roboreward:subset=sim_kuka,data=sample,model=teetone/roboreward-8b,model_deployment=vllm/nowhere")
+
+
+def test_routing_again_changes_nothing() -> None:
+    """HELM copies a run spec many times while expanding (max_eval_instances, groups): each copy routes again."""
+    import dataclasses
+
+    (spec,) = _expand("roboreward:subset=bridge,fps=2,model=openai/gpt-5-mini-2025-08-07")
+    again = dataclasses.replace(spec, groups=spec.groups + ["extra"])
+    assert (again.name, again.scenario_spec, again.adapter_spec) == (spec.name, spec.scenario_spec, spec.adapter_spec)
+    assert spec.adapter_spec.max_tokens == 65000  # the allowance is added once

@@ -55,7 +55,7 @@ def test_entries_differing_only_in_fps_get_different_names(first: str, second: s
     assert one.name != other.name
     for spec, text in ((one, first), (other, second)):
         shown = name_parts(spec.name).get("fps", "1")  # fps=1 is the default: not in the name
-        assert float(shown) == float(text) == spec.scenario_spec.args["frames_per_second"]
+        assert float(shown) == float(text) == spec.scenario_spec.args.get("frames_per_second", 1.0)
 
 
 @pytest.mark.parametrize(("fps", "shown"), [(2, "2"), (2.0, "2"), (0.5, "0.5"), (0.25, "0.25"), (4.0, "4"),

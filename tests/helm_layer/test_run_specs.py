@@ -77,19 +77,8 @@ def test_defaults_without_a_model() -> None:
     assert spec.name == "roboreward:subset=all,video=auto"
     assert spec.groups == ["roboreward_all"]
     assert spec.scenario_spec.class_name == "helm_roboreward.scenario.RoboRewardScenario"
-    assert spec.scenario_spec.args == {
-        "subset": "all",
-        "data": "hf",
-        "revision": "main",
-        "video": "auto",
-        "frames_per_second": 1.0,
-        "include_last_frame": False,
-        "max_frames": 0,
-        "max_side": 0,
-        "layout": "official",
-        "decoding": "official",
-        "jobs": 0,
-    }
+    # Only what changes the instances, defaults left out: HELM names a subset's tables after these arguments.
+    assert spec.scenario_spec.args == {"subset": "all", "video": "auto"}
     assert [m.class_name for m in spec.metric_specs] == [
         "helm_roboreward.metrics.RoboRewardMetric",
         "helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric",
@@ -182,9 +171,9 @@ def test_adapter_spec_survives_helm_model_adjustments(model: str) -> None:
     assert adapter.model_deployment
 
 
-def test_non_default_arguments_appear_in_the_run_name_except_jobs() -> None:
+def test_non_default_arguments_appear_in_the_run_name() -> None:
     spec = expand_one(
-        "roboreward:subset=bridge,fps=0.5,last_frame=1,max_frames=8,max_side=448,failed=skip,jobs=4,"
+        "roboreward:subset=bridge,fps=0.5,last_frame=1,max_frames=8,max_side=448,failed=skip,"
         f"model={CONSTANT}"
     )
     assert spec.name == (
@@ -194,16 +183,22 @@ def test_non_default_arguments_appear_in_the_run_name_except_jobs() -> None:
     args = spec.scenario_spec.args
     assert (args["frames_per_second"], args["include_last_frame"], args["max_frames"], args["max_side"]) == (
         0.5, True, 8, 448)
-    assert args["jobs"] == 4
+    assert set(args) == {"subset", "video", "frames_per_second", "include_last_frame", "max_frames", "max_side"}
     assert spec.metric_specs[0].args == {"failed": "skip"}
+
+
+def test_jobs_is_no_longer_a_run_entry_argument() -> None:
+    with pytest.raises(ValueError, match="ROBOREWARD_JOBS"):
+        expand(f"roboreward:subset=bridge,jobs=4,model={CONSTANT}")
 
 
 def test_default_arguments_given_explicitly_leave_the_name_unchanged() -> None:
     spec = expand_one(
         "roboreward:subset=bridge,data=hf,revision=main,fps=1,last_frame=0,max_frames=0,max_side=0,failed=max_error,"
-        f"jobs=2,model={CONSTANT}"
+        f"layout=official,decoding=official,score=parsed,model={CONSTANT}"
     )
     assert spec.name == "roboreward:subset=bridge,video=frames,model=baseline_constant-3"
+    assert spec.scenario_spec.args == {"subset": "bridge", "video": "frames"}
 
 
 @pytest.mark.parametrize("flag", ["true", "yes", "on", "1"])
@@ -253,8 +248,14 @@ def test_local_data_accepts_any_subset_name(tmp_path) -> None:
     assert spec.groups == ["roboreward_my_lab_robot"]
 
 
-def test_model_vlm_expands_with_every_video_mode_resolved() -> None:
-    specs = expand("roboreward:subset=bridge,model=vlm")
+def test_model_vlm_names_the_new_spelling() -> None:
+    """A HELM model group no longer holds this package's models (other benchmarks stay as stock HELM's)."""
+    with pytest.raises(ValueError, match="models=all"):
+        expand("roboreward:subset=bridge,model=vlm")
+
+
+def test_models_all_expands_with_every_video_mode_resolved() -> None:
+    specs = expand("roboreward:subset=bridge,models=all")
     assert len(specs) > 50
     names = [spec.name for spec in specs]
     assert len(names) == len(set(names)), "two runs would share an output folder"
@@ -266,7 +267,10 @@ def test_model_vlm_expands_with_every_video_mode_resolved() -> None:
     assert modes[GEMINI_FLASH] == "native"
     assert modes[GPT5_MINI] == "frames"
     assert modes[CLAUDE] == "frames"
-    assert modes[CONSTANT] == "frames" and modes[RANDOM] == "frames"
+    assert CONSTANT not in modes and RANDOM not in modes  # baselines: models=baselines
+    assert {"teetone/roboreward-8b", "qwen/qwen3-vl-8b-instruct"} <= set(modes)
+    baselines = expand("roboreward:subset=bridge,models=baselines")
+    assert [spec.adapter_spec.model for spec in baselines] == [CONSTANT, RANDOM]
     for spec in specs:  # every native run goes to a deployment whose client can send the mp4
         if spec.scenario_spec.args["video"] == "native":
             assert routing.model_takes_video(spec.adapter_spec.model), spec.name
@@ -297,11 +301,11 @@ def test_frame_options_leave_the_name_of_a_native_video_run() -> None:
 @pytest.mark.parametrize("model", [GEMINI_FLASH, GPT5_MINI, CONSTANT])
 def test_scenario_accepts_the_expanded_arguments(model: str) -> None:
     """The scenario is built from the run spec's args by HELM; every arg the expanders add must be accepted."""
-    spec = expand_one(f"roboreward:subset=sim_kuka,data=sample,last_frame=1,jobs=1,model={model}")
+    spec = expand_one(f"roboreward:subset=sim_kuka,data=sample,last_frame=1,model={model}")
     scenario = create_object(spec.scenario_spec)
     assert isinstance(scenario, RoboRewardScenario)
     assert scenario.video == spec.scenario_spec.args["video"]
-    assert scenario.frame_options.include_last_frame is True
+    assert scenario.frame_options.include_last_frame is (spec.scenario_spec.args["video"] == "frames")
 
 
 def test_scenario_rejects_an_unresolved_auto() -> None:
