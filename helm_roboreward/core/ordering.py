@@ -3,7 +3,9 @@
 Pure functions over scored rows (no HELM, no I/O); docs/reward_metrics.md states every rule with examples.
 All comparisons stay within one subset. A row's score is its reward: the parsed score, or under
 ``score=expected`` the expected score; an unparseable answer or a failed request counts as the rubric's
-lowest score, 1 (no reward).
+lowest score, 1 (no reward). A failed request counts only where its run charges it (``failed=max_error``,
+official); under ``failed=skip`` the callers (the metric, the report) leave it out of the rows given here, so it
+enters no pair, group or success count.
 
 - **Preference pairs**: every pair of rows of a subset with the same task text and different gold scores.
   Right when the scores order them as gold does; a tie counts half. Pooled over the subset's pairs.
@@ -48,7 +50,7 @@ class ScoredRow:
     kind: str
     gold: float
     score: float | None
-    """The reward: parsed (or expected) score; None when unparseable or failed (it then counts as 1)."""
+    """The reward: parsed (or expected) score; None when unparseable or failed and charged (it then counts as 1)."""
 
     @property
     def reward(self) -> float:

@@ -14,8 +14,9 @@ them the maximum error, because HELM's executor turns such a failure into one em
 the official metric scores "" as unparseable (``failed=max_error``, default; docs/protocol.md,
 section 7). They are charged 4.0 in ``abs_error`` but counted in ``failed_request``, never in
 ``invalid_output``: a model's bad answer and a request that never got one stay apart.
-``failed=skip`` (a named departure) leaves them out of every mean instead. Either way
-``failed_request`` counts them, so they are never hidden.
+``failed=skip`` (a named departure) leaves them out of every statistic instead: the MAE and its
+breakdowns, the reward-model statistics (ordering, success detection) and the expected-score ones.
+Either way ``failed_request`` counts them, so they are never hidden.
 
 Run level: ``macro_mae`` is the unweighted mean of the per-subset MAEs (the official overall
 number when a run covers several subsets) and ``num_subsets`` how many subsets it averages.
@@ -194,11 +195,19 @@ class RoboRewardMetric(Metric):
 
     def derive_per_instance_stats(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
         """The macro MAE and the reward-model statistics (macro over the run's subsets)."""
-        derived = self._macro_mae(per_instance_stats) + ordering_stats(per_instance_stats)
+        counted = self._counted(per_instance_stats)
+        derived = self._macro_mae(per_instance_stats) + ordering_stats(counted)
         if self.score == EXPECTED_SCORE:
-            gold_of = {instance: float(gold_score(instance)) for instance in per_instance_stats}
-            derived += expected_scores.run_stats(per_instance_stats, gold_of)
+            gold_of = {instance: float(gold_score(instance)) for instance in counted}
+            derived += expected_scores.run_stats(counted, gold_of)
         return derived
+
+    def _counted(self, per_instance_stats: dict[Instance, list[Stat]]) -> dict[Instance, list[Stat]]:
+        """The rows the statistics count: under ``failed=skip`` not the failed requests (officially: every row)."""
+        if self.failed != SKIP_FAILED:
+            return per_instance_stats
+        return {instance: stats for instance, stats in per_instance_stats.items()
+                if not any(stat.name.name == "failed_request" and stat.sum > 0 for stat in stats)}
 
     def _macro_mae(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
         """The unweighted mean of the per-subset MAEs of the instances that have an error."""

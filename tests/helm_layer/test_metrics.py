@@ -388,3 +388,51 @@ def test_derive_ignores_instances_without_an_error() -> None:
     assert derived == {"macro_mae": 1.0, "num_subsets": 1.0, "preference_pairs": 0.0, "ladder_videos": 0.0,
                        "clip_episodes": 0.0, "success_mcc": 0.0}
     assert RoboRewardMetric().derive_per_instance_stats({}) == []
+
+
+def _success_run(failed: str) -> dict[str, float]:
+    """A run whose gold-5 row failed: under skip it leaves every statistic, under max_error it counts as 1."""
+    states = [
+        make_request_state(make_instance(5, subset="A"), answered("ANSWER: 5")),
+        make_request_state(make_instance(2, subset="A"), answered("ANSWER: 2")),
+        make_request_state(make_instance(5, subset="A"), failed_like_executor()),
+    ]
+    result = run_metric(states, failed=failed)
+    return {name: run_mean(result, name) for name in ("success_recall", "success_auroc", "success_f1",
+                                                      "success_mcc", "success_precision")}
+
+
+def test_failed_skip_leaves_a_failed_row_out_of_success_detection() -> None:
+    assert _success_run("skip") == {"success_recall": 1.0, "success_auroc": 1.0, "success_f1": 1.0,
+                                    "success_mcc": 1.0, "success_precision": 1.0}
+    official = _success_run("max_error")  # the official charge: the failed gold-5 row is a predicted 1
+    assert official["success_recall"] == 0.5 and official["success_auroc"] == 0.5
+    assert official["success_f1"] == pytest.approx(2 / 3)
+
+
+def test_failed_skip_leaves_a_failed_row_out_of_the_ordering_statistics() -> None:
+    def task_instance(gold: int) -> Instance:
+        instance = make_instance(gold, subset="A")
+        return Instance(instance.input, instance.references, instance.split, id=instance.id,
+                        extra_data={**(instance.extra_data or {}), "task": "stack the cups"})
+
+    states = [make_request_state(task_instance(4), answered("ANSWER: 4")),
+              make_request_state(task_instance(2), answered("ANSWER: 2")),
+              make_request_state(task_instance(5), failed_like_executor())]  # would be a wrong pair with each
+    skipped = run_metric(states, failed="skip")
+    assert run_mean(skipped, "preference_pairs") == 1 and run_mean(skipped, "preference_accuracy") == 1.0
+    official = run_metric(states, failed="max_error")
+    assert run_mean(official, "preference_pairs") == 3
+    assert run_mean(official, "preference_accuracy") == pytest.approx(1 / 3)
+
+
+def test_failed_skip_leaves_a_failed_row_out_of_the_expected_score_coverage() -> None:
+    answered_row, failed_row = make_instance(5, subset="A"), make_instance(2, subset="A")
+    per_instance: dict[Instance, list[Stat]] = {
+        answered_row: [Stat(MetricName(name)).add(value) for name, value in (
+            ("failed_request", 0.0), ("abs_error", 0.0), ("predicted_score", 5.0), ("expected_score_available", 1.0),
+            ("expected_score", 4.8), ("success_probability", 0.9))],
+        failed_row: [Stat(MetricName("failed_request")).add(1.0)],
+    }
+    derived = stats_by_name(RoboRewardMetric(failed="skip", score="expected").derive_per_instance_stats(per_instance))
+    assert derived["expected_score_coverage"] == 1.0  # the failed row is not a row without a distribution

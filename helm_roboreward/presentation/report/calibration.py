@@ -5,7 +5,8 @@ loading.InstanceRow`): how many rows have one, the expected score's MAE next to 
 same rows (each a mean over the rows of a subset, then the unweighted mean over subsets, as the leaderboard's
 MAE), and for P(5) against "gold is 5", pooled over the model's rows: the Brier score, the expected calibration
 error and the reliability bins (:mod:`helm_roboreward.core.calibration`). Rows without a distribution (failed,
-unparseable, no 1..5 alternative) are left out of all of these and counted in ``rows - with_distribution``.
+unparseable, no 1..5 alternative) are left out of all of these and counted in ``rows - with_distribution``;
+failed requests a ``failed=skip`` run left out are not rows at all.
 """
 
 from collections import defaultdict
@@ -56,7 +57,7 @@ def _macro(by_subset: dict[str, list[float]]) -> float | None:
 
 def summarize_calibration(model: ModelRows, bins: int = ECE_BINS) -> CalibrationSummary | None:
     """The model's calibration summary; None when no row has an expected score."""
-    graded = [row for row in model.rows if row.gold is not None]
+    graded = [row for row in model.rows if row.gold is not None and not row.left_out]  # failed=skip: not a row
     expected_errors: dict[str, list[float]] = defaultdict(list)
     parsed_errors: dict[str, list[float]] = defaultdict(list)
     pairs: list[tuple[float, float]] = []

@@ -55,6 +55,11 @@ class InstanceRow:
     success_probability: float | None = None
     """P(5) of a ``score=expected`` run."""
 
+    @property
+    def left_out(self) -> bool:
+        """A failed request its run left out of every statistic (``failed=skip``: it has no error)."""
+        return self.failed_request and self.abs_error is None
+
 
 @dataclass(frozen=True)
 class Run:

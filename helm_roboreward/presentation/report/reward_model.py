@@ -70,7 +70,11 @@ class RewardModelSummary:
 
 
 def scored(row: InstanceRow, score: str) -> ScoredRow:
-    """A report row as the ordering statistics see it (its parsed or its expected score)."""
+    """A report row as the ordering statistics see it (its parsed or its expected score).
+
+    A failed request its run charged (``failed=max_error``, official) counts as 1; one its run left out
+    (``failed=skip``, :attr:`InstanceRow.left_out`) is never passed here.
+    """
     value = row.expected if score == EXPECTED else row.predicted  # None for unparseable answers: they count as 1
     return ScoredRow(row.instance_id, row.subset, row.task, row.video_sha256, row.episode, row.kind,
                      float(row.gold or 0.0), None if row.failed_request else value)
@@ -187,7 +191,7 @@ def summarize_model(model: ModelRows, score: str, resamples: int, seed: int,
     """One model's statistics under ``score``; None when no row has that score (e.g. no expected scores)."""
     if score == EXPECTED and not any(row.expected is not None for row in model.rows):
         return None  # no score=expected run, or a client without log-probabilities: parsed scores only
-    rows = [scored(row, score) for row in model.rows if row.gold is not None]
+    rows = [scored(row, score) for row in model.rows if row.gold is not None and not row.left_out]
     if not rows:
         return None
     by_subset: dict[str, list[ScoredRow]] = defaultdict(list)

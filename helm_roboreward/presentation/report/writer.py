@@ -135,7 +135,8 @@ def _reward_model(data: ReportData) -> list[str]:
              "half), the counterfactual ladder (the tasks scored on one video: pairwise accuracy and Kendall "
              "tau-b), clip monotonicity (an episode's clips and original), and success detection (gold 5 against "
              "below: AUROC of the score; F1 and Matthews correlation of scoring 5). Unparseable answers and "
-             "failed requests count as the lowest score, 1. Each is computed per subset and averaged over the "
+             "failed requests count as the lowest score, 1 (a run with `failed=skip` leaves its failed requests out "
+             "of these statistics too). Each is computed per subset and averaged over the "
              f"subsets where it is defined, with a {level} clustered bootstrap CI (rows of one episode, video or "
              f"preference pair move together). Also in `{REWARD_MODEL_FILE}`.", "",
              f"![Reward-model metrics]({REWARD_MODEL_PLOT})", ""]
@@ -237,7 +238,8 @@ def _method(data: ReportData) -> list[str]:
                     f"bootstrap to be trusted), or a CI half-width above {settings.max_half_width:g} for some model "
                     "(the interval spans more than most gaps between neighbouring leaderboard models).",
                     "- Failed requests count as error 4 by the official rule (HELM's executor turns them into an "
-                    "empty answer); runs with `failed=skip` leave them out of every mean."]
+                    "empty answer); runs with `failed=skip` leave them out of every statistic (MAE, reward-model and "
+                    "calibration statistics; the failure-mode table still counts them)."]
 
 
 def render_markdown(data: ReportData) -> str:

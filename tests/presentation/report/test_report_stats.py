@@ -218,3 +218,24 @@ def test_analyse_ranks_models_flags_small_subsets_and_pairs_them():
     assert flags["big"] is None and flags["small"].startswith("10 clusters < 30")
     assert len(data.pairs) == 1 and data.pairs[0].first_model == "better"
     assert data.pairs[0].difference.interval.excludes_zero
+
+
+def test_a_failed_row_the_run_left_out_leaves_every_reward_model_statistic():
+    """failed=skip: the failed gold-5 row has no error; it must not count as a predicted 1 in success detection."""
+    from helm_roboreward.presentation.report.calibration import summarize_calibration
+    from helm_roboreward.presentation.report.reward_model import PARSED, summarize_model
+
+    answered = [row("a", 5, 5), row("b", 2, 2)]
+    skipped = ModelRows("m", "M", answered + [row("c", 5, 0, failed=True)], {})
+    summary = summarize_model(skipped, PARSED, resamples=50, seed=0, confidence=0.95)
+    assert summary is not None
+    assert (summary.values["success_recall"], summary.values["success_auroc"], summary.values["success_f1"]) == (
+        1.0, 1.0, 1.0)
+    charged = InstanceRow("c", "s", "robot", "clip", "c", "", 5, None, 4.0, False, True)  # failed=max_error
+    official = summarize_model(ModelRows("m", "M", answered + [charged], {}), PARSED, 50, 0, 0.95)
+    assert official is not None and official.values["success_recall"] == 0.5
+    with_expected = [InstanceRow(r.instance_id, r.subset, r.robot, r.kind, r.episode, r.video_sha256, r.gold,
+                                 r.predicted, r.abs_error, r.invalid_output, r.failed_request, expected=r.predicted,
+                                 success_probability=1.0 if r.predicted == 5 else 0.0) for r in answered]
+    calibration = summarize_calibration(ModelRows("m", "M", with_expected + [row("c", 5, 0, failed=True)], {}))
+    assert calibration is not None and (calibration.rows, calibration.with_distribution) == (2, 2)
