@@ -37,6 +37,7 @@ from helm.benchmark.presentation.summarize import (
     Summarizer,
     get_coarse_adapter_spec,
     get_model_metadata_for_adapter_spec,
+    get_scenario_name,
     get_unique_stat_by_matcher,
 )
 from helm.benchmark.presentation.table import Cell, HeaderCell, Table
@@ -55,7 +56,9 @@ from helm_roboreward.core.stats import (
     may_be_absent,
 )
 from helm_roboreward.data.rows import KINDS
+from helm_roboreward.helm_layer.routing import data_label, revision_label
 from helm_roboreward.media.paths import media_objects
+from helm_roboreward.media.selection import FrameOptions
 
 LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample")
 MEAN_HEADER = "Mean score"
@@ -72,7 +75,11 @@ EXPECTED_COLUMNS: tuple[StatDefinition, ...] = in_group(EXPECTED)
 """The expected-score table's columns (empty cells for runs without score=expected)."""
 
 
-MAX_TABLE_NAME = 100
+MAX_FOLDER_IN_NAME = 24
+MAX_FILE_NAME_BYTES = 255
+"""HELM writes ``groups/json/<group>_<table>.json``; most file systems take 255 bytes per name."""
+"""Characters of a local copy's folder name kept in table names (the hash of its path keeps them apart)."""
+FRAME_FIELDS = ("frames_per_second", "include_last_frame", "max_frames", "max_side")
 DISPLAY_FILES = ("instances.json", "display_predictions.json", "display_requests.json")
 """The per-run files of the predictions page (HELM's ``write_run_display_json``)."""
 MAX_LISTED_RUNS = 3
@@ -121,12 +128,34 @@ def _remove_stale_display_files(run_path: str) -> None:
             pass  # absent: nothing stale
 
 
-def short_table_name(name: str | None) -> str | None:
-    """A table name of at most :data:`MAX_TABLE_NAME` characters, unique by a hash of the full name."""
-    if name is None or len(name) <= MAX_TABLE_NAME:
+def table_name(group: str, subgroup: str, args: dict[str, object]) -> str:
+    """A RoboReward scenario table's name, as readable as a run name: ``bridge_video=frames,fps=0.5``.
+
+    HELM names a table ``<subgroup>_<every scenario argument>`` and writes ``groups/json/<group>_<table>.json``;
+    spelled HELM's way (``frames_per_second=0.5,include_last_frame=True``, a full local path) the file name can
+    pass the file system's 255 bytes. Here the settings are spelled as in run names (a local copy as
+    ``<folder>-<hash of its path>``, its folder name cut to :data:`MAX_FOLDER_IN_NAME`), after the subset, which a
+    subset's own page leaves out (all its tables share it). Every realistic name fits (the longest subset id, a
+    local copy or a commit, every frame option); only a pathological value is cut and given a digest.
+    """
+    parts = []
+    if "data" in args:
+        label = data_label(str(args["data"]))
+        folder, _, digest = label.rpartition("-")
+        parts.append(f"data={folder[:MAX_FOLDER_IN_NAME]}-{digest}" if folder else f"data={label}")
+    if "revision" in args:
+        parts.append(f"revision={revision_label(str(args['revision']))}")
+    parts.append(f"video={args.get('video', '')}")
+    defaults = FrameOptions()
+    options = FrameOptions(**{field: args.get(field, getattr(defaults, field)) for field in FRAME_FIELDS})
+    parts += options.run_name_options()
+    settings = ",".join(parts)
+    name = settings if group == subgroup else f"{subgroup.removeprefix('roboreward_')}_{settings}"
+    budget = MAX_FILE_NAME_BYTES - len(f"{group}_.json".encode())
+    if len(name.encode("utf-8")) <= budget:
         return name
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
-    return f"{name[: MAX_TABLE_NAME - 13]}_{digest}"
+    return name.encode("utf-8")[:budget - 13].decode("utf-8", "ignore") + "_" + digest
 
 
 def _stat(run: Run, name: str) -> tuple[float, int] | None:
@@ -202,14 +231,15 @@ class RoboRewardSummarizer(Summarizer):
         return _fix_mean_column(table)
 
     def create_group_tables_by_subgroup(self, group: RunGroup) -> list[Table]:
-        """HELM's per-scenario tables, with names short enough to be file names.
-
-        HELM names each table after the group and every scenario argument and writes
-        ``groups/<group>_<table>.json``; with RoboReward's long subset ids that exceeds the 255-byte
-        file-name limit and helm-summarize crashes.
-        """
+        """HELM's per-scenario tables, RoboReward's named by :func:`table_name` (readable, and file-name safe)."""
+        names = {}
+        for subgroup in self.expand_subgroups(group):
+            for scenario_spec in self.group_scenario_adapter_to_runs[subgroup.name]:
+                if scenario_spec.class_name.endswith(".RoboRewardScenario"):
+                    names[get_scenario_name(subgroup, scenario_spec)] = table_name(
+                        group.name, subgroup.name, dict(scenario_spec.args))
         tables = super().create_group_tables_by_subgroup(group)
-        return [dataclasses.replace(table, name=short_table_name(table.name)) for table in tables]
+        return [dataclasses.replace(table, name=names.get(table.name or "", table.name)) for table in tables]
 
     def create_group_tables_by_metric_group(self, group: RunGroup) -> list[Table]:
         """HELM's tables, plus the breakdown tables for the leaderboard groups."""

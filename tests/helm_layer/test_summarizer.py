@@ -21,13 +21,12 @@ from helm_roboreward.core.stats import COST, FAILURE_MODES, REWARD_MODEL, in_gro
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.helm_layer import summarizer
 from helm_roboreward.helm_layer.summarizer import (
-    MAX_TABLE_NAME,
     MEAN_DISPLAY,
     MEAN_HEADER,
     RoboRewardSummarizer,
     missing_media,
     missing_media_message,
-    short_table_name,
+    table_name,
 )
 
 BOLD = {"font-weight": "bold"}
@@ -64,23 +63,44 @@ def bold_columns(table: Table, model: str) -> set[str]:
             if (cell.style or {}).get("font-weight") == "bold"}
 
 
-# --------------------------------------------------------------------------------------------- short_table_name
+# --------------------------------------------------------------------------------------------- table names
 
 
-def test_short_names_stay_and_none_stays_none() -> None:
-    assert short_table_name(None) is None
-    assert short_table_name("accuracy") == "accuracy"
-    assert short_table_name("x" * MAX_TABLE_NAME) == "x" * MAX_TABLE_NAME
+LONGEST = "utokyo_pr2_tabletop_manipulation_converted_externally_to_rlds"
 
 
-def test_long_names_are_cut_to_the_limit_and_stay_unique() -> None:
-    prefix = "roboreward_utokyo_pr2_tabletop_manipulation_converted_externally_to_rlds-" * 3
-    first, second = short_table_name(prefix + "video=frames"), short_table_name(prefix + "video=native")
-    assert first is not None and second is not None
-    assert len(first) == len(second) == MAX_TABLE_NAME
-    assert first != second and first[:-12] == second[:-12]  # same visible prefix, different digest
-    assert first.startswith(prefix[: MAX_TABLE_NAME - 13]) and first[MAX_TABLE_NAME - 13] == "_"
-    assert short_table_name(prefix + "video=frames") == first  # deterministic
+def test_table_names_read_like_run_names() -> None:
+    frames = {"subset": "bridge", "video": "frames"}
+    assert table_name("roboreward", "roboreward_bridge", frames) == "bridge_video=frames"
+    assert table_name("roboreward_bridge", "roboreward_bridge", frames) == "video=frames"  # the subset's own page
+    name = table_name("roboreward", "roboreward_bridge", {**frames, "frames_per_second": 0.5,
+                                                          "include_last_frame": True})
+    assert name == "bridge_video=frames,fps=0.5,last_frame=1"
+    revision = table_name("roboreward", "roboreward_bridge", {"subset": "bridge", "revision": "refs/pr/1",
+                                                              "video": "native"})
+    assert revision == "bridge_revision=refs%2Fpr%2F1,video=native"
+
+
+@pytest.mark.parametrize("group", ["roboreward", f"roboreward_{LONGEST}"])
+@pytest.mark.parametrize("source", ["data", "revision"])
+def test_the_longest_table_file_name_fits_the_file_system(tmp_path, group: str, source: str) -> None:
+    folder = tmp_path / ("a-very-long-folder-name-of-a-local-copy-" * 6)
+    args = {"subset": LONGEST, "video": "frames", "frames_per_second": 0.123456789, "include_last_frame": True,
+            "max_frames": 768, "max_side": 4096,
+            **({"data": str(folder)} if source == "data" else {"revision": "0123456789abcdef" * 2 + "01234567"})}
+    name = table_name(group, f"roboreward_{LONGEST}", args)
+    assert "#" not in name and "/" not in name
+    assert name.endswith("fps=0.123456789,last_frame=1,max_frames=768,max_side=4096")  # readable, not cut
+    assert len(f"{group}_{name}.json".encode()) <= 255
+    if source == "data":
+        other = table_name(group, f"roboreward_{LONGEST}", {**args, "data": str(folder) + "x"})
+        assert other != name  # the path's hash keeps two copies apart
+
+
+def test_a_pathological_value_is_cut_with_a_digest() -> None:
+    absurd = table_name("roboreward_x", "roboreward_x", {"subset": "x", "revision": "r" * 400, "video": "frames"})
+    longer = table_name("roboreward_x", "roboreward_x", {"subset": "x", "revision": "r" * 401, "video": "frames"})
+    assert len(f"roboreward_x_{absurd}.json".encode()) <= 255 and absurd != longer
 
 
 # --------------------------------------------------------------------------------------------- aggregators
