@@ -9,7 +9,12 @@ ephemeral port, over plain HTTP. It implements what ``huggingface_hub``'s
   paginated with a GitHub-style ``Link: <...>; rel="next"`` header when ``page_size`` is set;
 * ``HEAD`` and ``GET /[{type}s/]{ns}/{name}/resolve/{rev}/{path}``: file metadata
   (``X-Repo-Commit``, quoted ``ETag`` = git blob sha, ``Content-Length``) and content
-  (with ``Range: bytes=N-`` support).
+  (with ``Range: bytes=N-`` support);
+* uploads, when the hub has an ``upload_root`` folder (what ``HfApi.create_repo`` / ``create_commit`` and
+  ``datasets.Dataset.push_to_hub`` need): ``POST /api/repos/create``, ``POST /api/{type}s/{ns}/{name}/preupload/
+  {rev}`` (every file ``regular``: sent inline, no LFS or xet), ``POST .../paths-info/{rev}``,
+  ``POST /api/validate-yaml`` (every card is valid) and ``POST .../commit/{rev}`` (NDJSON: base64 files and
+  deletions), each commit a new folder under ``upload_root``.
 
 Every file is served as a regular file: no ``X-Xet-Hash`` / ``X-Xet-Refresh-Route`` header,
 no ``xet-auth`` link and no ``xetHash`` in tree entries, so clients never switch to xet; no
@@ -31,8 +36,10 @@ was not, fetched. Usage::
         assert hub.downloaded_files() == [...]
 """
 
+import base64
 import hashlib
 import json
+import shutil
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -128,6 +135,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:  # noqa: N802
         self._serve("HEAD")
 
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        reply = self.server.hub.handle_post(self.path, dict(self.headers.items()), body)
+        self.send_response(reply.status)
+        for name, value in {"Content-Length": str(len(reply.body)), **reply.headers}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(reply.body)
+
     def _serve(self, method: str) -> None:
         reply = self.server.hub.handle(method, self.path, dict(self.headers.items()))
         headers = {"Content-Length": str(len(reply.body))}
@@ -146,9 +162,12 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeHfHub:
     """A fake hub serving ``repos`` on ``127.0.0.1``; use as a context manager."""
 
-    def __init__(self, repos: Iterable[FakeRepo], *, page_size: int | None = None) -> None:
+    def __init__(self, repos: Iterable[FakeRepo], *, page_size: int | None = None,
+                 upload_root: Path | None = None) -> None:
         self.repos = {(repo.repo_type, repo.repo_id): repo for repo in repos}
         self.page_size = page_size
+        self.upload_root = upload_root
+        """Where commits pushed to the fake are stored (None: uploads are refused with 403)."""
         self.outage_status: int | None = None
         """When set (e.g. 503), every request is answered with this status, as in a hub outage."""
         self._requests: list[RecordedRequest] = []
@@ -238,6 +257,83 @@ class FakeHfHub:
             repo_key = ("model", f"{segments[0]}/{segments[1]}")
             return self._resolve(repo_key, segments[3], "/".join(segments[4:]), method, headers, authorization)
         return _error(404, None, "Not Found")
+
+    def handle_post(self, raw_path: str, headers: Mapping[str, str], body: bytes) -> _Reply:
+        """Route one upload request (also records it)."""
+        split = urlsplit(raw_path)
+        segments = [unquote(part) for part in split.path.split("/")[1:]]
+        authorization = {k.lower(): v for k, v in headers.items()}.get("authorization")
+        with self._lock:
+            self._requests.append(RecordedRequest("POST", "/".join([""] + segments), parse_qs(split.query),
+                                                  authorization is not None))
+        if self.upload_root is None:
+            return _error(403, None, "This fake hub takes no uploads (no upload_root)")
+        if segments == ["api", "repos", "create"]:
+            return self._create_repo(json.loads(body or b"{}"))
+        if segments == ["api", "validate-yaml"]:  # dataset cards: always valid here
+            return _json_reply({"errors": [], "warnings": []})
+        if len(segments) >= 6 and segments[0] == "api" and segments[1] in _TYPE_PREFIXES:
+            repo = self.repos.get((_TYPE_PREFIXES[segments[1]], f"{segments[2]}/{segments[3]}"))
+            if repo is None:
+                return _error(404, "RepoNotFound", "Repository not found")
+            action, revision = segments[4], "/".join(segments[5:])
+            if action == "preupload":
+                files = json.loads(body or b"{}").get("files", [])
+                return _json_reply({"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                              for f in files]})
+            if action == "paths-info":
+                commit = repo.resolve(revision)
+                present = repo.files(commit) if commit else {}
+                wanted = parse_qs(body.decode()).get("paths", []) or json.loads(body or b"{}").get("paths", [])
+                return _json_reply([{"type": "file", "path": path, "size": present[path].stat().st_size,
+                                     "oid": git_blob_sha(present[path].read_bytes())}
+                                    for path in wanted if path in present])
+            if action == "commit":
+                return self._commit(repo, revision, body)
+        return _error(404, None, "Not Found")
+
+    def _create_repo(self, request: dict[str, object]) -> _Reply:
+        repo_type = str(request.get("type") or "model")
+        repo_id = f"{request.get('organization')}/{request.get('name')}" if request.get("organization") else str(
+            request.get("name"))
+        url = f"{self.url}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
+        if (repo_type, repo_id) in self.repos:
+            return _error(409, None, "You already created this repo", {"X-Request-Id": "fake"})
+        assert self.upload_root is not None
+        first = make_commit_sha(f"{repo_id} initial")
+        folder = self.upload_root / first
+        folder.mkdir(parents=True)
+        self.repos[(repo_type, repo_id)] = FakeRepo(repo_id, commits={first: folder}, refs={"main": first},
+                                                    repo_type=repo_type, private=bool(request.get("private")))
+        return _json_reply({"url": url, "name": repo_id, "id": repo_id})
+
+    def _commit(self, repo: FakeRepo, revision: str, body: bytes) -> _Reply:
+        parent = repo.resolve(revision)
+        if parent is None:
+            return _error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        assert self.upload_root is not None
+        sha = make_commit_sha(f"{repo.repo_id} {parent} {hashlib.sha1(body).hexdigest()}")
+        folder = self.upload_root / sha
+        shutil.copytree(repo.commits[parent], folder, dirs_exist_ok=True)
+        for line in body.splitlines():
+            operation = json.loads(line)
+            key, value = operation["key"], operation["value"]
+            if key == "file":
+                target = folder / value["path"]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(base64.b64decode(value["content"]))
+            elif key in ("deletedFile", "deletedFolder"):
+                target = folder / value["path"]
+                if target.is_dir():
+                    shutil.rmtree(target)
+                elif target.exists():
+                    target.unlink()
+            elif key != "header":
+                return _error(400, None, f"this fake hub takes inline files only, not {key!r}")
+        repo.commits[sha] = folder
+        repo.refs[revision if revision in repo.refs else "main"] = sha
+        return _json_reply({"commitUrl": f"{self.url}/datasets/{repo.repo_id}/commit/{sha}", "commitOid": sha,
+                            "success": True})
 
     def _repo(
         self, repo_key: tuple[str, str], authorization: str | None, *, download: bool
