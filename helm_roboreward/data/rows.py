@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from helm_roboreward.core.benchmark import MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
+from helm_roboreward.data.naming import CLIP_NAME, clip_name_score, cluster_of, episode_of
 
 REQUIRED_FIELDS = ("file_name", "task", "reward")
 MAX_REPORTED_PROBLEMS = 20
@@ -33,9 +34,6 @@ _BLANK_CHARACTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0"
 
 _JSON_WHITESPACE = " \t\r"
 """What may surround a JSON value on one line (RFC 8259; a newline ends the line)."""
-
-_CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
-_ARENA_NAME = re.compile(r"^(?P<episode>.+_\d+)_(?:left|right)$")
 
 
 class DataError(ValueError):
@@ -78,9 +76,12 @@ class Rollout:
     """One of :data:`KINDS`."""
 
     episode: str
-    """Source episode key: clips of one episode and camera views of one arena rollout share it."""
+    """Source episode key: an episode's clips and copies, and the camera views of one arena rollout share it."""
 
     robot: str
+
+    cluster: str = ""
+    """Bootstrap cluster key by name: a RoboArena session, else the episode (see :func:`cluster_key`)."""
 
 
 def infer_kind(row: MetadataRow) -> str:
@@ -92,22 +93,42 @@ def infer_kind(row: MetadataRow) -> str:
     """
     if subset_info(row.subset).natural:
         return NATURAL
-    if _CLIP_NAME.match(row.stem):
+    if CLIP_NAME.match(row.stem):
         return CLIP
     return COUNTERFACTUAL if row.reward < MAX_SCORE else ORIGINAL
 
 
 def episode_key(row: MetadataRow) -> str:
-    """The source-episode key used to cluster rows that share a rollout (before content hashing)."""
-    stem = row.stem
-    clip = _CLIP_NAME.match(stem)
-    if clip:
-        stem = clip.group("episode")
-    elif subset_info(row.subset).natural:
-        arena = _ARENA_NAME.match(stem)
-        if arena:
-            stem = arena.group("episode")
-    return f"{row.subset}/{stem}"
+    """The source-episode key, ``<subset>/<episode>`` (rules: ``data/naming.py``).
+
+    A RoboArena rollout (both camera views), or an OXE episode: its original under any copy suffix, the relabels
+    named after it and its clips.
+    """
+    return f"{row.subset}/{episode_of(row.stem, subset_info(row.subset).natural)}"
+
+
+def cluster_key(row: MetadataRow) -> str:
+    """The bootstrap cluster key by name, ``<subset>/<key>``: a RoboArena session (one uuid), else the episode.
+
+    Rows with byte-identical videos belong together too; that link comes from the bytes (the report).
+    """
+    return f"{row.subset}/{cluster_of(row.stem, subset_info(row.subset).natural)}"
+
+
+def clip_label_problem(row: MetadataRow) -> str | None:
+    """The data error of a temporal clip whose name's score is not its label, or None.
+
+    In the test split the ``k`` of ``..._attempt_<m>_score_<k>`` equals the row's reward for all 791 clips, so a
+    difference means the metadata or the file was changed or mixed up.
+    """
+    if infer_kind(row) != CLIP:
+        return None
+    named = clip_name_score(row.stem)
+    if named == row.reward:
+        return None
+    return (f"line {row.line}, field 'reward': {row.file_name!r} is a temporal clip named score {named}, but its "
+            f"reward is {row.reward}; a clip's name score is its label in the test split. Correct the reward or "
+            "the file name, or re-download the metadata and this video")
 
 
 def has_visible_character(text: str) -> bool:
@@ -138,11 +159,13 @@ def metadata_path(root: str) -> str:
     return os.path.join(root, TEST_SPLIT, METADATA_FILE)
 
 
-def read_metadata(path: str) -> list[MetadataRow]:
+def read_metadata(path: str, check_clip_labels: bool = True) -> list[MetadataRow]:
     """Read and validate a ``metadata.jsonl`` file.
 
     Args:
         path: The metadata file.
+        check_clip_labels: A clip whose name's score differs from its reward is an invalid row
+            (:func:`clip_label_problem`); ``roboreward audit`` turns this off to count such rows instead.
 
     Returns:
         The rows in file order.
@@ -177,6 +200,10 @@ def read_metadata(path: str) -> list[MetadataRow]:
             )
             continue
         first_line_of[row.file_name] = number
+        mismatch = clip_label_problem(row) if check_clip_labels else None
+        if mismatch:
+            problems.append(mismatch)
+            continue
         rows.append(row)
     if problems:
         raise DataError(_problem_report(path, problems))
@@ -338,7 +365,7 @@ def collect_rollouts(
             continue
         rollouts.append(
             Rollout(row=row, video_path=path, kind=infer_kind(row), episode=episode_key(row),
-                    robot=subset_info(row.subset).robot)
+                    robot=subset_info(row.subset).robot, cluster=cluster_key(row))
         )
     return rollouts, problems
 

@@ -17,6 +17,7 @@ from helm_roboreward.data.rows import (
     ORIGINAL,
     DataError,
     MetadataRow,
+    cluster_key,
     episode_key,
     infer_kind,
     load_rollouts,
@@ -419,17 +420,53 @@ def test_clips_share_their_episode() -> None:
     assert episode_key(_row("droid/ep7.mp4")) == "droid/ep7"  # subsets never share
 
 
-def test_arena_views_share_uuid_and_slot() -> None:
+def test_real_oxe_names_share_their_episode_across_copy_suffixes() -> None:
+    base = "bridge/bridge_originalsplit_train_index_1811"
+    names = [f"{base}_2.mp4", f"{base}.mp4", f"{base}_attempt_1_score_3.mp4", f"{base}_1.mp4"]
+    assert {episode_key(_row(name)) for name in names} == {cluster_key(_row(name)) for name in names} == {base}
+    assert episode_key(_row("droid/bridge_originalsplit_train_index_1811.mp4")) != base  # subsets never share
+
+
+def test_roboarena_views_share_the_rollout_and_rollouts_share_the_session() -> None:
+    left, right = _row(f"robo_arena/{UUID}_B_left.mp4"), _row(f"robo_arena/{UUID}_B_right.mp4")
+    other_rollout = _row(f"robo_arena/{UUID}_E_left.mp4")
+    assert episode_key(left) == episode_key(right) == f"robo_arena/{UUID}_B"
+    assert episode_key(other_rollout) == f"robo_arena/{UUID}_E"
+    assert cluster_key(left) == cluster_key(other_rollout) == f"robo_arena/{UUID}"
+    assert cluster_key(_row(f"sim_arena/{UUID}_A_right.mp4")) == f"sim_arena/{UUID}"
+
+
+def test_arena_names_without_a_letter_fall_back_to_one_rollout_per_name() -> None:
     left = episode_key(_row(f"robo_arena/{UUID}_2_left.mp4"))
-    right = episode_key(_row(f"robo_arena/{UUID}_2_right.mp4"))
-    other_slot = episode_key(_row(f"robo_arena/{UUID}_3_left.mp4"))
-    assert left == right == f"robo_arena/{UUID}_2"
-    assert other_slot == f"robo_arena/{UUID}_3"
-    assert episode_key(_row(f"sim_arena/{UUID}_0_right.mp4")) == f"sim_arena/{UUID}_0"
+    assert left == episode_key(_row(f"robo_arena/{UUID}_2_right.mp4")) == f"robo_arena/{UUID}_2"
+    assert episode_key(_row(f"robo_arena/{UUID}_3_left.mp4")) == f"robo_arena/{UUID}_3"
+    assert cluster_key(_row(f"robo_arena/{UUID}_2_left.mp4")) == left
 
 
 def test_left_right_suffix_outside_natural_subsets_is_kept() -> None:
     assert episode_key(_row("bridge/cam_2_left.mp4")) == "bridge/cam_2_left"
+
+
+def test_a_clip_whose_name_score_is_not_its_label_is_a_data_error(tmp_path: Path) -> None:
+    clip = "bridge/bridge_originalsplit_train_index_7_attempt_1_score_3.mp4"
+    path = write_metadata(tmp_path, [{"file_name": "bridge/bridge_originalsplit_train_index_7.mp4", "task": "t",
+                                      "reward": 5}, {"file_name": clip, "task": "t", "reward": 2}])
+    with pytest.raises(DataError) as raised:
+        read_metadata(str(path))
+    assert_names(str(raised.value), str(path), "line 2", "field 'reward'", clip, "score 3", "reward is 2",
+                 "Correct the reward or the file name")
+    assert [row.reward for row in read_metadata(str(path), check_clip_labels=False)] == [5, 2]
+    natural = write_metadata(tmp_path / "n", [{"file_name": "robo_arena/x_attempt_1_score_3.mp4", "task": "t",
+                                               "reward": 2}])
+    assert len(read_metadata(str(natural))) == 1  # natural rollouts are never clips
+
+
+def test_rollouts_carry_their_cluster(tmp_path: Path) -> None:
+    rows = [{"file_name": f"robo_arena/{UUID}_{letter}_{view}.mp4", "task": "t", "reward": 3}
+            for letter in "AC" for view in ("left", "right")]
+    rollouts = load_rollouts(str(make_data(tmp_path, rows)), None, "data=test")
+    assert {rollout.episode for rollout in rollouts} == {f"robo_arena/{UUID}_A", f"robo_arena/{UUID}_C"}
+    assert {rollout.cluster for rollout in rollouts} == {f"robo_arena/{UUID}"}
 
 
 # --------------------------------------------------------------------------- resolve_data_source and the sample
