@@ -83,6 +83,33 @@ def _prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    import textwrap
+
+    from helm_roboreward.data.audit import KIND_COLUMNS, LEGEND, NUMERIC_COLUMNS, SUBSET_COLUMNS, audit_copy
+    from helm_roboreward.data.sources import resolve_data_source
+    from helm_roboreward.presentation.tables import format_text_table
+
+    subsets = None if args.subset == "all" else [args.subset]
+    source = resolve_data_source(args.data, args.revision, subsets)
+    audit = audit_copy(source.root, subsets, source.description, source.trusted_root)
+    print(f"roboreward audit: {source.description} (revision {source.revision}), {len(audit.rows)} rows in "
+          f"{len(audit.subsets)} subsets; videos hashed, nothing decoded or sent")
+    print(format_text_table(KIND_COLUMNS, [counts.cells() for counts in audit.kinds], NUMERIC_COLUMNS))
+    print()
+    print(format_text_table(SUBSET_COLUMNS, [counts.cells() for counts in audit.subsets], NUMERIC_COLUMNS))
+    print("\n" + textwrap.fill(LEGEND, 118) + f"\nmetadata.jsonl SHA-256: {audit.metadata_sha256}")
+    if not audit.compared:
+        print("No subset of the published split here: nothing to compare with it.")
+    elif not audit.differences:
+        print("Matches the published split wherever compared.")
+    if audit.differences:
+        print(f"{len(audit.differences)} difference(s) from the published split or problem(s) to fix:")
+        for line in audit.differences:
+            print(f"  - {line}")
+    return EXIT_FAILURES if audit.differences else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``roboreward`` argument parser."""
     parser = argparse.ArgumentParser(prog="roboreward", description="RoboRewardBench tools for HELM.")
@@ -96,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("--jobs", type=int, default=0, help="worker processes (default: CPU count)")
     prepare.add_argument("--quiet", action="store_true", help="no progress bar")
     prepare.set_defaults(handler=_prepare)
+    audit = commands.add_parser("audit", help="check a copy of the test split against the published counts",
+                                description="Count a copy's rows, labels, videos, copies, links and clusters per "
+                                "subset and kind (videos are hashed, never decoded; nothing is sent to a model) and "
+                                "say where it differs from the published split. --data hf downloads what the cache "
+                                "lacks first (the metadata and the requested subsets' videos, as a run would).")
+    add_data_options(audit)
+    audit.set_defaults(handler=_audit)
     export = commands.add_parser("export-media", help="copy a suite's frames and videos into a helm-server export",
                                  description="helm-server --export-path copies runs/ but not the media the runs "
                                  "point to; this copies them where the exported viewer looks for them.")
