@@ -1,4 +1,4 @@
-"""A whole leaderboard for one offline model on a warm cache: default --jobs against jobs=1.
+"""A whole leaderboard for one offline model on a warm cache: default ROBOREWARD_JOBS against ROBOREWARD_JOBS=1.
 
 Builds a synthetic local copy shaped like the test split (2,831 rows over the 23 official subsets with their
 published row counts; RoboArena rows natural, the other subsets split into originals, byte-identical
@@ -81,14 +81,15 @@ def build_copy(root: Path) -> int:
 
 
 def helm_run(data: Path, out: Path, suite: str, jobs: str) -> float:
-    entries = [f"roboreward:subset={subset.id},data={data}{jobs},model=baseline/constant-3"
-               for subset in OFFICIAL_SUBSETS]
+    """One helm-run over the 23 subsets; ``jobs`` is the ROBOREWARD_JOBS value ("" for the default)."""
+    entries = [f"roboreward:subset={subset.id},data={data},model=baseline/constant-3" for subset in OFFICIAL_SUBSETS]
     local = out / f"local-{suite}"
     shutil.copytree(REPO / "prod_env", local, symlinks=False, ignore=shutil.ignore_patterns("cache"))
     started = time.perf_counter()
     done = subprocess.run([str(BIN / "helm-run"), "--run-entries", *entries, "--suite", suite, "-m", "1000",
                            "--local-path", str(local), "--output-path", str(out / "benchmark_output")],
-                          cwd=out, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                          cwd=out, capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", **({"ROBOREWARD_JOBS": jobs} if jobs else {})})
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"helm-run failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
@@ -114,7 +115,7 @@ def main() -> int:
     default, single = [], []
     for index in range(args.repeat):
         default.append(helm_run(data, work, f"default{index}", ""))
-        single.append(helm_run(data, work, f"single{index}", ",jobs=1"))
+        single.append(helm_run(data, work, f"single{index}", "1"))
     d, s = statistics.median(default), statistics.median(single)
     print(f"helm-run, 23 subsets, warm cache: default jobs ({os.cpu_count()}) {d:.1f} s, jobs=1 {s:.1f} s "
           f"(medians of {args.repeat})")

@@ -41,7 +41,6 @@ from helm.benchmark.presentation.summarize import (
     get_unique_stat_by_matcher,
 )
 from helm.benchmark.presentation.table import Cell, HeaderCell, Table
-from helm.common.general import parallel_map
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.benchmark import subset_info
@@ -188,15 +187,21 @@ class RoboRewardSummarizer(Summarizer):
         super().write_schema()
 
     def write_run_display_json(self, skip_completed: bool) -> None:
-        """HELM's predictions pages, skipping the runs whose media files are gone (one log line for all of them).
+        """HELM's predictions pages, one run after another, skipping runs whose media files are gone.
+
+        HELM writes these pages from ``--num-threads`` threads, and each page compiles the schema's metric names
+        as mako templates; concurrent ``compile()`` calls corrupt CPython's AST recursion counter on some
+        versions (Python 3.11.7 here: "SystemError: AST constructor recursion depth mismatch", every try at the
+        leaderboard's full size of 575 runs). The work is CPU-bound under the GIL, so threads bought little:
+        this writes the pages in order (benchmarks/summarize_full_size.py gives the time). The other phases keep
+        HELM's own behaviour.
 
         A run fails here only because HELM rebuilds its requests' media objects, which assert that every local
         file exists; any other failure is re-raised. Display files of a skipped run that are older than its
         scenario state are removed (they would show an earlier run's answers).
         """
         skipped: list[tuple[str, list[str]]] = []
-
-        def process(run: Run) -> None:
+        for run in self.runs:
             try:
                 write_run_display_json(run.run_path, run.run_spec, self.schema, skip_completed)
             except Exception:
@@ -205,8 +210,6 @@ class RoboRewardSummarizer(Summarizer):
                     raise
                 skipped.append((run.run_spec.name, missing))
                 _remove_stale_display_files(run.run_path)
-
-        parallel_map(process, self.runs, parallelism=self.num_threads)
         if skipped:
             hwarn(missing_media_message(skipped))
 

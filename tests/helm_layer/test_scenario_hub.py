@@ -32,7 +32,7 @@ def hub_env(tmp_path, monkeypatch):
 
 
 def test_hf_data_downloads_only_the_subset_and_records_the_commit(hub_env, tmp_path):
-    scenario = RoboRewardScenario(subset="sim_panda", data="hf", video="frames", jobs=1)
+    scenario = RoboRewardScenario(subset="sim_panda", data="hf", video="frames")
     output = str(tmp_path / "benchmark_output" / "scenarios" / "roboreward")
     instances = scenario.get_instances(output)
     with open(os.path.join(sample_root(), "test", "metadata.jsonl")) as handle:

@@ -314,14 +314,14 @@ def prepare_command(data: Path, out: Path) -> list[str]:
 
 
 def helm_run_command_for(data: Path, out: Path) -> list[str]:
-    entry = f"roboreward:subset=all,data={data},fps=1000,jobs=2,model=baseline/constant-3"
+    entry = f"roboreward:subset=all,data={data},fps=1000,model=baseline/constant-3"  # 2 workers: ROBOREWARD_JOBS
     return [cli("helm-run"), "--run-entries", entry, "--suite", "killed", "-m", "1000", "--local-path",
             str(PROD_ENV), "--output-path", str(out)]
 
 
 def start_prepare(command: list[str], out: Path) -> tuple["subprocess.Popen[str]", list[int]]:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=out.parent,
-                               env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                               env={**os.environ, "HF_HUB_OFFLINE": "1", "ROBOREWARD_JOBS": "2"})
     media = out / "scenarios" / "roboreward"
     deadline = time.monotonic() + TIMEOUT
     while complete_entries(media) < 3:

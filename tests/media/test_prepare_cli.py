@@ -47,7 +47,7 @@ def test_helm_run_scenario_after_prepare_decodes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(extraction, "probe_video", no_decoding)
     monkeypatch.setattr(extraction, "decode_frames", no_decoding)
     monkeypatch.setattr(extraction.av, "open", no_decoding)  # every decode path opens the video
-    scenario = RoboRewardScenario(subset="sim_kuka", data="sample", video="frames", include_last_frame=True, jobs=1)
+    scenario = RoboRewardScenario(subset="sim_kuka", data="sample", video="frames", include_last_frame=True)
     instances = scenario.get_instances(cli.scenario_media_dir(str(out)))
     assert len(instances) == len(rows_of("sim_kuka")) > 0
     assert all(instance.extra_data["num_frames"] > 0 for instance in instances)
