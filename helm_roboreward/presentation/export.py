@@ -65,11 +65,6 @@ def suite_media_objects(output_path: str, suite: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def suite_media(output_path: str, suite: str) -> list[str]:
-    """Every distinct media location the suite's RoboReward runs recorded (from ``scenario_state.json``)."""
-    return sorted({location for _, location in suite_media_objects(output_path, suite)})
-
-
 @dataclass(frozen=True)
 class _Copy:
     source: str

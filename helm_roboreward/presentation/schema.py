@@ -56,11 +56,6 @@ HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown", REWARD_MOD
 summarizer (``helm_roboreward.helm_layer.summarizer``) adds the robot, kind, failure-mode and cost tables."""
 
 
-def metric_definitions() -> dict[str, dict[str, Any]]:
-    """``stat name -> schema metric fields`` (display_name, description, lower_is_better when set)."""
-    return {metric["name"]: metric for metric in _metrics()}
-
-
 def _metric(definition: StatDefinition) -> dict[str, Any]:
     field: dict[str, Any] = {"name": definition.name, "display_name": definition.display_name,
                              "description": definition.description}
