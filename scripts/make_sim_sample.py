@@ -4,19 +4,20 @@ Needs the ``sim`` extra (``pip install -e .[sim]``, i.e. pybullet). Writes, in t
 real dataset's ``test`` split::
 
     <out>/test/metadata.jsonl                  file_name, task, reward, gpt5_mini_check; sorted
-    <out>/test/sim_arena/<uuid>_<slot>_<left|right>.mp4
-    <out>/test/sim_panda/<episode>[_attempt_<n>_score_<k> | _relabel_<n>].mp4
+    <out>/test/sim_arena/<session uuid>_<letter A-G>_<left|right>.mp4
+    <out>/test/sim_panda/sim_panda_originalsplit_<split>_index_<n>[_<copy> | _attempt_<m>_score_<k>].mp4
     <out>/test/sim_kuka/...
     <out>/sim_state.jsonl                      the simulator state behind every label
     <out>/README.md
 
 * ``sim_arena``: natural rollouts of a Franka Panda (successes and failures: stop short, release
   outside the goal, drop in transit, partial push, missed grasp, wrong target), two camera views
-  per episode like RoboArena.
+  per rollout and several rollouts per session (one scene and task) like RoboArena.
 * ``sim_panda`` (Panda, front camera) and ``sim_kuka`` (KUKA iiwa with a suction cup, side
   camera): Open X-Embodiment-like originals (reward 5), temporal clips of them (reward 1..4 read
   from the state at the clip's last frame) and counterfactual relabels (a byte-identical copy with
-  another task: another object, another goal, or a relation that does not hold).
+  another task: another object, another goal, or a relation that does not hold), stored under copy
+  suffixes like the real split's (docs/protocol.md, section 1).
 
 Labels come from the simulator state at the video's last frame (``scripts/sim/labels.py``, the one
 place the thresholds are defined). Rules, first match wins: 5 the object rests at the goal and is

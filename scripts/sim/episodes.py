@@ -72,6 +72,20 @@ class EpisodeSpec:
     push_fraction: float = 1.0
     distance: tuple[float, float] = (0.26, 0.4)
     """Range of the start-to-goal distance (metres)."""
+    session: int = 0
+    """Natural subsets: the RoboArena-like session (one scene, task and camera pair) this rollout belongs to.
+    Rollouts of one session share everything above except the outcome and its fractions."""
+    copies: tuple[str, ...] = ()
+    """Open X-Embodiment-like subsets: the copy suffix of the original's file, then of each relabel's (``""``: no
+    suffix, ``"2"``: ``_2``, :data:`OTHER_INDEX`: stored under another index number). Default: the original
+    without a suffix, the relabels ``_1``, ``_2``, ..."""
+
+
+OTHER_INDEX = "other_index"
+"""A relabel stored under another index number (the real split has the same bytes under two index numbers)."""
+
+SCENE_FIELDS = ("task", "shape", "goal_kind", "band", "distance", "relabels")
+"""What the rollouts of one session share: everything that decides the scene."""
 
 
 BANDS: dict[str, tuple[float, float]] = {"away": (-1.0, 0.0), "part": (0.2, 0.4), "most": (0.6, 0.85)}
@@ -79,33 +93,43 @@ BANDS: dict[str, tuple[float, float]] = {"away": (-1.0, 0.0), "part": (0.2, 0.4)
 
 EPISODES: dict[str, tuple[EpisodeSpec, ...]] = {
     "sim_arena": (
-        EpisodeSpec("pick_place", "cube", "tray"),
-        EpisodeSpec("pick_place", "duck", "circle"),
-        EpisodeSpec("pick_place", "lego", "circle", "stop_short"),
-        EpisodeSpec("pick_place", "cube", "tray", "release_outside"),
-        EpisodeSpec("pick_place", "cube", "circle", "drop_transit", drop_fraction=0.6, distance=(0.38, 0.42)),
-        EpisodeSpec("push", "cube", "circle", "push_partial", push_fraction=0.3, distance=(0.2, 0.28)),
-        EpisodeSpec("pick_place", "duck", "tray", "missed_grasp"),
-        EpisodeSpec("pick_place", "cube", "stack", "wrong_target", band="part"),
+        EpisodeSpec("pick_place", "cube", "tray", session=0),
+        EpisodeSpec("pick_place", "cube", "tray", "release_outside", session=0),
+        EpisodeSpec("pick_place", "cube", "tray", "missed_grasp", session=0),
+        EpisodeSpec("pick_place", "lego", "circle", distance=(0.38, 0.42), session=1),
+        EpisodeSpec("pick_place", "lego", "circle", "stop_short", distance=(0.38, 0.42), session=1),
+        EpisodeSpec("pick_place", "lego", "circle", "drop_transit", drop_fraction=0.6, distance=(0.38, 0.42),
+                    session=1),
+        EpisodeSpec("push", "cube", "circle", "push_partial", push_fraction=0.3, distance=(0.2, 0.28), session=2),
+        EpisodeSpec("pick_place", "cube", "stack", "wrong_target", band="part", session=3),
     ),
     "sim_panda": (
         EpisodeSpec("pick_place", "cube", "tray", band="part", clips=("early", "late"),
-                    relabels=("other_object", "other_goal")),
-        EpisodeSpec("pick_place", "duck", "circle", band="most", clips=("lifted", "middle"), relabels=("other_goal",)),
-        EpisodeSpec("pick_place", "cube", "stack", clips=("middle", "late"), relabels=("on_object", "other_object")),
+                    relabels=("other_object", "other_goal"), copies=("", "1", "2")),
+        EpisodeSpec("pick_place", "duck", "circle", band="most", clips=("lifted", "middle"), relabels=("other_goal",),
+                    copies=("2", "")),
+        EpisodeSpec("pick_place", "cube", "stack", clips=("middle", "late"), relabels=("on_object", "other_object"),
+                    copies=("1", "", "3")),
         EpisodeSpec("push", "cube", "circle", band="away", clips=("early", "pushing"), relabels=("other_goal",),
-                    distance=(0.2, 0.28)),
-        EpisodeSpec("pick_place", "lego", "tray", band="part", clips=("lifted", "late"), relabels=("other_goal",)),
+                    distance=(0.2, 0.28), copies=("", "1")),
+        EpisodeSpec("pick_place", "lego", "tray", band="part", clips=("lifted", "late"), relabels=("other_goal",),
+                    copies=("1", "")),
     ),
     "sim_kuka": (
         EpisodeSpec("pick_place", "cube", "circle", band="most", clips=("early", "late"),
-                    relabels=("other_object", "other_goal")),
-        EpisodeSpec("pick_place", "lego", "tray", band="part", clips=("lifted", "middle"), relabels=("other_goal",)),
-        EpisodeSpec("pick_place", "duck", "tray", band="away", clips=("late",), relabels=("other_goal",)),
-        EpisodeSpec("pick_place", "lego", "circle", clips=("early", "middle"), relabels=("other_object",)),
-        EpisodeSpec("pick_place", "cube", "stack", clips=("lifted", "late"), relabels=("on_object",)),
+                    relabels=("other_object", "other_goal"), copies=("3", "1", "")),
+        EpisodeSpec("pick_place", "lego", "tray", band="part", clips=("lifted", "middle"), relabels=("other_goal",),
+                    copies=("", "2")),
+        EpisodeSpec("pick_place", "duck", "tray", band="away", clips=("late",), relabels=("other_goal",),
+                    copies=("1", OTHER_INDEX)),
+        EpisodeSpec("pick_place", "lego", "circle", clips=("early", "middle"), relabels=("other_object",),
+                    copies=("", "1")),
+        EpisodeSpec("pick_place", "cube", "stack", clips=("lifted", "late"), relabels=("on_object",),
+                    copies=("2", "")),
     ),
 }
+"""Every rollout of the sample. Copy suffixes vary as in the real split: originals with and without one, clips of
+suffixed originals, relabels without a suffix beside a suffixed original, one relabel under another index."""
 
 FOOTPRINT = {"tray": 0.13, "circle": 0.065, "cube": 0.04, "lego": 0.035, "duck": 0.05}
 """Radius of the table area each thing covers, for keeping them apart."""

@@ -81,6 +81,7 @@ def render_readme(rows: Sequence[Row], seed: int, total_bytes: int) -> str:
         robots="\n".join(robots_table()), cameras="\n".join(cameras_table()), shapes=shapes, tray=TRAY_SCALE,
         arms=arms, capture=CAPTURE_DISTANCE, outcomes=outcomes, thresholds="\n".join(thresholds_table()),
         clips=clips, counts="\n".join(counts), rows=len(rows), videos=videos, seed=seed,
+        sessions=len({spec.session for spec in EPISODES["sim_arena"]}),
         megabytes=total_bytes / 1e6,
     )
 
@@ -166,17 +167,23 @@ label from `sim_state.jsonl`.
 
 As in the paper, the Open X-Embodiment-like subsets hold three kinds of rows:
 
-- originals `<episode>.mp4`: successful rollouts, reward 5;
-- temporal clips `<episode>_attempt_<n>_score_<k>.mp4`: the original cut at a point of the script,
-  labelled from the state at the clip's last frame, `k` == reward, 1..4 (a cut whose state would be
-  a 5 is not made). Cut points:
+- originals `<subset>_originalsplit_<split>_index_<n>[_<c>].mp4`: successful rollouts, reward 5. The
+  optional copy suffix `_<c>` marks another stored copy of the same bytes, as in the real split: it says
+  nothing about the label;
+- temporal clips `<episode>_attempt_<m>_score_<k>.mp4` (`<episode>` without a copy suffix, attempts from 1):
+  the original cut at a point of the script, labelled from the state at the clip's last frame, `k` ==
+  reward, 1..4 (a cut whose state would be a 5 is not made). Some originals carry a copy suffix, so a clip's
+  name need not equal its original's without the clip part. Cut points:
 {clips}
-- counterfactual relabels `<episode>_relabel_<n>.mp4`: byte-identical copies of the original with
-  another task: another object (the untouched distractor), another goal (the second circle), or a
+- counterfactual relabels: byte-identical copies of the original under the episode's name with another copy
+  suffix (or none, beside a suffixed original; one under another index number, as the real split also has),
+  with another task: another object (the untouched distractor), another goal (the second circle), or a
   relation that does not hold (stack the object on the distractor cube); reward 1..4 from the final state.
 
 `sim_arena` holds natural rollouts (successes and failures) named like RoboArena,
-`<uuid>_<slot>_<left|right>.mp4`: two camera views per episode sharing the task and the reward.
+`<uuid>_<letter>_<left|right>.mp4`: the uuid is a session (one scene and task, {sessions} sessions here), each
+letter (A..G) one rollout of it (another scripted policy outcome from the same start), and each rollout has two
+camera views sharing the task and the reward.
 
 ## Counts
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .episodes import CAMERAS, CLIP_POINTS, EPISODES, SUBSET_PLANS, EpisodeSpec, SubsetPlan
+from .episodes import CAMERAS, CLIP_POINTS, EPISODES, OTHER_INDEX, SCENE_FIELDS, SUBSET_PLANS, EpisodeSpec, SubsetPlan
 from .labels import MAX_SCORE, TaskState, is_stable, progress_score, rounded, state_to_record
 from .motions import Plan, script
 from .records import TEMPLATES, Row, check_text, task_text
@@ -32,6 +32,13 @@ SETTLED_SPEED = 0.02
 CLIP_MAX_SPEED = 0.2
 """A clip may end while an object is pushed, but never while it falls (m/s)."""
 ARENA_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "helm-roboreward/sim-sample/sim_arena")
+ARENA_LETTERS = "ABCDEFG"
+"""RoboArena's rollout letters: one per policy evaluated in a session."""
+OXE_SPLITS = ("train", "test")
+"""The ``originalsplit`` an Open X-Embodiment-like episode is named after (mostly ``train``, as in the data)."""
+MAX_INDEX = 20000
+SESSION_STREAM = 2000
+"""Seeds the scene generator of a session: ``[seed, subset, SESSION_STREAM, session]``."""
 
 
 @dataclass(frozen=True)
@@ -41,23 +48,52 @@ class Job:
     subset_index: int
     episode_index: int
     name: str
-    """File stem: ``<uuid>_<slot>`` (arena, a camera suffix follows) or ``episode_<number>``."""
+    """File stem: ``<session uuid>_<letter>`` (arena, a camera suffix follows) or
+    ``<subset>_originalsplit_<split>_index_<n>`` (a copy suffix, or a clip suffix, may follow)."""
     seed: int
     test_dir: str
+    other_name: str = ""
+    """The episode's name under another index number (for a relabel stored there)."""
+
+
+def session_spec(subset: str, session: int) -> EpisodeSpec:
+    """The scene of a natural subset's session: its first rollout's spec (the others must share its scene fields)."""
+    members = [spec for spec in EPISODES[subset] if spec.session == session]
+    for spec in members[1:]:
+        differing = [name for name in SCENE_FIELDS if getattr(spec, name) != getattr(members[0], name)]
+        if differing:
+            raise AssertionError(f"{subset} session {session}: rollouts differ in {differing}")
+    return members[0]
+
+
+def arena_names(seed: int, specs: tuple[EpisodeSpec, ...], rng: np.random.Generator) -> list[str]:
+    """RoboArena names: ``<session uuid>_<letter>``, distinct letters within a session."""
+    names = [""] * len(specs)
+    for session in sorted({spec.session for spec in specs}):
+        members = [index for index, spec in enumerate(specs) if spec.session == session]
+        session_id = uuid.uuid5(ARENA_NAMESPACE, f"seed={seed}/session={session}")
+        letters = sorted(str(letter) for letter in rng.choice(list(ARENA_LETTERS), size=len(members), replace=False))
+        for index, letter in zip(members, letters, strict=True):
+            names[index] = f"{session_id}_{letter}"
+    return names
 
 
 def make_jobs(seed: int, test_dir: Path) -> list[Job]:
     """Every episode of every subset, with its deterministic name."""
     jobs: list[Job] = []
     for subset_index, plan in enumerate(SUBSET_PLANS):
-        count = len(EPISODES[plan.id])
+        specs = EPISODES[plan.id]
+        count = len(specs)
         rng = np.random.default_rng([seed, subset_index, 1000])
+        others = [""] * count
         if plan.natural:
-            slots = rng.integers(0, 4, size=count)
-            names = [f"{uuid.uuid5(ARENA_NAMESPACE, f'seed={seed}/episode={i}')}_{int(slots[i])}" for i in range(count)]
+            names = arena_names(seed, specs, rng)
         else:
-            names = [f"episode_{int(n):06d}" for n in rng.choice(1000, size=count, replace=False)]
-        jobs += [Job(subset_index, i, names[i], seed, str(test_dir)) for i in range(count)]
+            numbers = [int(n) for n in rng.choice(MAX_INDEX, size=2 * count, replace=False)]
+            splits = [str(split) for split in rng.choice(OXE_SPLITS, size=count, p=[0.8, 0.2])]
+            names = [f"{plan.id}_originalsplit_{splits[i]}_index_{numbers[i]}" for i in range(count)]
+            others = [f"{plan.id}_originalsplit_{splits[i]}_index_{numbers[count + i]}" for i in range(count)]
+        jobs += [Job(subset_index, i, names[i], seed, str(test_dir), others[i]) for i in range(count)]
     return jobs
 
 
@@ -133,9 +169,13 @@ def simulate(job: Job) -> Episode:
     plan = SUBSET_PLANS[job.subset_index]
     spec = EPISODES[plan.id][job.episode_index]
     rng = np.random.default_rng([job.seed, job.subset_index, job.episode_index])
+    scene_spec, scene_rng = spec, rng
+    if plan.natural:  # the rollouts of one session start from one scene: drawn from the session's own generator
+        scene_spec = session_spec(plan.id, spec.session)
+        scene_rng = np.random.default_rng([job.seed, job.subset_index, SESSION_STREAM, spec.session])
     world = World()
     try:
-        scene = build_scene(world, spec, rng)
+        scene = build_scene(world, scene_spec, scene_rng)
         arm = Arm(world, ARMS[plan.robot])
         settle(world, arm)
         intent = Plan(spec.task, "object", "goal", spec.outcome, "circle" if spec.outcome == "wrong_target" else "",
@@ -154,7 +194,7 @@ def check_settled(episode: Episode, frame: int, limit: float, what: str) -> None
 
 
 def natural_rows(episode: Episode) -> list[Row]:
-    """One row per camera, RoboArena style: ``<uuid>_<slot>_<camera>.mp4``, labelled from the last frame."""
+    """One row per camera, RoboArena style: ``<uuid>_<letter>_<camera>.mp4``, labelled from the last frame."""
     last = len(episode.recording.states) - 1
     check_settled(episode, last, SETTLED_SPEED, episode.job.name)
     target = main_target(episode.spec, episode.scene)
@@ -175,6 +215,16 @@ def clip_frame(episode: Episode, point: str) -> int:
     raise AssertionError(f"{episode.job.name}: no frame in move {phase!r} for clip point {point!r}")
 
 
+def stored_names(episode: Episode) -> list[str]:
+    """The file names of the original and of each relabel (copies of one video), with their copy suffixes."""
+    spec, job = episode.spec, episode.job
+    copies = spec.copies or ("", *(str(number) for number in range(1, len(spec.relabels) + 1)))
+    if len(copies) != 1 + len(spec.relabels) or len(set(copies)) != len(copies) or copies[0] == OTHER_INDEX:
+        raise AssertionError(f"{job.name}: copies {copies} do not name the original and {len(spec.relabels)} relabels")
+    stems = [job.other_name if copy == OTHER_INDEX else job.name + (f"_{copy}" if copy else "") for copy in copies]
+    return [f"{episode.plan.id}/{stem}.mp4" for stem in stems]
+
+
 def openx_rows(episode: Episode) -> list[Row]:
     """The original success, its temporal clips and its counterfactual relabels."""
     test_dir = Path(episode.job.test_dir)
@@ -183,12 +233,12 @@ def openx_rows(episode: Episode) -> list[Row]:
     last = len(frames) - 1
     check_settled(episode, last, SETTLED_SPEED, episode.job.name)
     target = main_target(episode.spec, episode.scene)
-    original = f"{episode.plan.id}/{episode.job.name}.mp4"
+    original, *relabel_names = stored_names(episode)
     encode(frames, test_dir / original)
     rows = [episode.row(original, "original", last, target, {"camera": camera})]
     if rows[0].reward != MAX_SCORE:
         raise AssertionError(f"{original}: the original ends with score {rows[0].reward}, not {MAX_SCORE}")
-    for attempt, point in enumerate(episode.spec.clips):
+    for attempt, point in enumerate(episode.spec.clips, start=1):
         end = clip_frame(episode, point)
         check_settled(episode, end, CLIP_MAX_SPEED, f"{original} clip {point}")
         probe = episode.row("", "clip", end, target, {})
@@ -198,8 +248,7 @@ def openx_rows(episode: Episode) -> list[Row]:
         encode(frames[: end + 1], test_dir / file_name)
         rows.append(episode.row(file_name, "clip", end, target,
                                 {"camera": camera, "clip_point": point, "source": original}))
-    for number, relabel in enumerate(episode.spec.relabels):
-        file_name = f"{episode.plan.id}/{episode.job.name}_relabel_{number}.mp4"
+    for file_name, relabel in zip(relabel_names, episode.spec.relabels, strict=True):
         row = episode.row(file_name, "counterfactual", last, relabel_target(relabel, episode.spec, episode.scene),
                           {"camera": camera, "relabel": relabel, "source": original})
         if not 1 <= row.reward < MAX_SCORE:

@@ -24,7 +24,17 @@ import numpy as np
 import pytest
 
 from helm_roboreward.core.benchmark import SAMPLE_SUBSET_IDS
-from helm_roboreward.data.rows import CLIP, COUNTERFACTUAL, NATURAL, ORIGINAL, infer_kind, load_rollouts, read_metadata
+from helm_roboreward.data.rows import (
+    CLIP,
+    COUNTERFACTUAL,
+    NATURAL,
+    ORIGINAL,
+    cluster_key,
+    episode_key,
+    infer_kind,
+    load_rollouts,
+    read_metadata,
+)
 from scripts.sim.labels import (
     GOAL_REGIONS,
     RULE_SCORES,
@@ -45,11 +55,12 @@ GENERATOR = regeneration.GENERATOR
 README_COPY = REPO / "scripts" / "sim" / "SAMPLE_README.md"
 MAX_BYTES = 5_000_000
 
-CLIP_NAME = re.compile(r"^(?P<episode>episode_\d{6})_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
-RELABEL_NAME = re.compile(r"^(?P<episode>episode_\d{6})_relabel_(?P<number>\d+)$")
-ORIGINAL_NAME = re.compile(r"^episode_\d{6}$")
+OXE_EPISODE = r"(?P<episode>(?P<subset>sim_[a-z]+)_originalsplit_(?:train|test)_index_(?:0|[1-9]\d*))"
+CLIP_NAME = re.compile(rf"^{OXE_EPISODE}_attempt_(?P<attempt>[1-9]\d*)_score_(?P<score>\d+)$")
+COPY_NAME = re.compile(rf"^{OXE_EPISODE}(?:_(?P<copy>[1-9]))?$")
+"""An original or a relabel: the episode's name, with or without a copy suffix (the real split's patterns)."""
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-ARENA_NAME = re.compile(rf"^(?P<episode>{UUID}_\d)_(?P<view>left|right)$")
+ARENA_NAME = re.compile(rf"^(?P<episode>(?P<session>{UUID})_(?P<letter>[A-G]))_(?P<view>left|right)$")
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -71,6 +82,13 @@ def sample() -> dict[str, Any]:
 
 def stem(file_name: str) -> str:
     return file_name.rsplit("/", 1)[-1][: -len(".mp4")]
+
+
+def copy_name(file_name: str) -> re.Match[str]:
+    """The parts of an original's or a relabel's name (the test fails on any other name)."""
+    match = COPY_NAME.match(stem(file_name))
+    assert match, file_name
+    return match
 
 
 def video(file_name: str) -> Path:
@@ -198,22 +216,45 @@ def test_kinds_follow_the_naming_and_label_rules(sample: dict[str, Any]) -> None
         subset, base = name.split("/")[0], stem(name)
         if kind == NATURAL:
             assert subset == "sim_arena" and ARENA_NAME.match(base), name
-        elif kind == ORIGINAL:
-            assert row["reward"] == 5 and ORIGINAL_NAME.match(base), name
+            continue
+        match = (CLIP_NAME if kind == CLIP else COPY_NAME).match(base)
+        assert match and match["subset"] == subset, name
+        if kind == ORIGINAL:
+            assert row["reward"] == 5, name
         elif kind == CLIP:
-            match = CLIP_NAME.match(base)
-            assert match and int(match["score"]) == row["reward"] and 1 <= row["reward"] <= 4, name
-            original = by_name[f"{subset}/{match['episode']}.mp4"]
-            assert original["reward"] == 5 and original["task"] == row["task"]
-            assert entry["source"] == original["file_name"]
+            assert int(match["score"]) == row["reward"] and 1 <= row["reward"] <= 4, name
+            original = by_name[entry["source"]]
+            assert sample["states"][original["file_name"]]["kind"] == ORIGINAL
+            assert copy_name(original["file_name"])["episode"] == match["episode"]  # with any copy suffix
+            assert original["task"] == row["task"]
+            assert episode_key(metadata[name]) == episode_key(metadata[original["file_name"]])
             assert len(decoded(video(name))) == entry["frame"] + 1
         else:
-            assert kind == COUNTERFACTUAL and "score" not in base
-            match = RELABEL_NAME.match(base)
-            assert match and 1 <= row["reward"] <= 4, name
-            original = by_name[f"{subset}/{match['episode']}.mp4"]
+            assert kind == COUNTERFACTUAL and "score" not in base and 1 <= row["reward"] <= 4, name
+            original = by_name[entry["source"]]
             assert original["reward"] == 5 and original["task"] != row["task"]
             assert video(name).read_bytes() == video(original["file_name"]).read_bytes()
+
+
+def test_names_follow_the_real_copy_suffix_patterns(sample: dict[str, Any]) -> None:
+    """Per OXE-like subset: originals with and without a copy suffix, clips of a suffixed original, a relabel
+    without a suffix beside a suffixed original; one relabel under another index; none of the old names."""
+    rows = {row["file_name"]: sample["states"][row["file_name"]] for row in sample["rows"]}
+    names = "\n".join(rows)
+    assert not re.search(r"_relabel_|_attempt_0_|_\d_(?:left|right)\.mp4|episode_\d", names)
+    for subset in ("sim_panda", "sim_kuka"):
+        originals = {name: COPY_NAME.match(stem(name)) for name, state in rows.items()
+                     if name.startswith(f"{subset}/") and state["kind"] == ORIGINAL}
+        suffixed = {name for name, match in originals.items() if match and match["copy"]}
+        assert suffixed and len(suffixed) < len(originals), subset
+        sources = {state["source"] for state in rows.values() if state["kind"] == CLIP}
+        assert suffixed & sources, f"{subset}: no clip of an original with a copy suffix"
+        plain_relabels = {state["source"] for name, state in rows.items() if state["kind"] == COUNTERFACTUAL
+                          and name.startswith(f"{subset}/") and not copy_name(name)["copy"]}
+        assert plain_relabels & suffixed, f"{subset}: no unsuffixed relabel beside a suffixed original"
+    elsewhere = [name for name, state in rows.items() if state["kind"] == COUNTERFACTUAL
+                 and copy_name(name)["episode"] != copy_name(state["source"])["episode"]]
+    assert len(elsewhere) == 1 and elsewhere[0].startswith("sim_kuka/")  # the same bytes under two index numbers
 
 
 def test_every_label_in_every_subset(sample: dict[str, Any]) -> None:
@@ -223,19 +264,30 @@ def test_every_label_in_every_subset(sample: dict[str, Any]) -> None:
     assert labels == {subset: {1, 2, 3, 4, 5} for subset in SAMPLE_SUBSET_IDS}
 
 
-def test_arena_views_come_in_pairs(sample: dict[str, Any]) -> None:
+def test_arena_views_come_in_pairs_and_rollouts_in_sessions(sample: dict[str, Any]) -> None:
     episodes: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    sessions: dict[str, set[str]] = defaultdict(set)
     for row in sample["rows"]:
         if row["file_name"].startswith("sim_arena/"):
             match = ARENA_NAME.match(stem(row["file_name"]))
             assert match
             episodes[match["episode"]][match["view"]] = row
+            sessions[match["session"]].add(match["episode"])
     assert episodes
     for views in episodes.values():
         assert set(views) == {"left", "right"}
         left, right = views["left"], views["right"]
         assert (left["task"], left["reward"]) == (right["task"], right["reward"])
         assert video(left["file_name"]).read_bytes() != video(right["file_name"]).read_bytes()
+    for rollouts in sessions.values():  # one scene and task per session, another outcome per rollout
+        assert len({episodes[rollout]["left"]["task"] for rollout in rollouts}) == 1
+        first_frames = {decoded(video(episodes[rollout]["left"]["file_name"]))[0].tobytes() for rollout in rollouts}
+        assert len(first_frames) == 1
+    assert max(len(rollouts) for rollouts in sessions.values()) >= 3 and min(map(len, sessions.values())) == 1
+    metadata = [row for row in read_metadata(str(SAMPLE_DIR / "test" / "metadata.jsonl"))
+                if row.subset == "sim_arena"]
+    assert len({cluster_key(row) for row in metadata}) == len(sessions)
+    assert len({episode_key(row) for row in metadata}) == len(episodes)
 
 
 def test_readme_documents_thresholds_and_counts(sample: dict[str, Any]) -> None:
