@@ -22,6 +22,7 @@ from helm.benchmark.model_metadata_registry import (
 )
 
 from helm_roboreward.config import MODEL_METADATA_FILE, config_dir
+from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS as PUBLISHED_MODELS
 from helm_roboreward.helm_layer.model_lifecycle import ALIASES, RETIRED_MODELS, status_of
 from helm_roboreward.helm_layer.model_registry import (
     HELM_GEMINI_CLIENT,
@@ -38,22 +39,13 @@ from helm_roboreward.helm_layer.routing import (
 )
 from helm_roboreward.helm_layer.run_specs import DEFAULT_MAX_TOKENS
 
-LEADERBOARD_MODELS: tuple[str, ...] = (
-    "teetone/roboreward-8b", "teetone/roboreward-4b",
-    "qwen/qwen3-vl-4b-instruct", "qwen/qwen3-vl-8b-instruct", "qwen/qwen3-vl-30b-a3b-instruct",
-    "qwen/qwen2.5-vl-3b-instruct", "qwen/qwen2.5-vl-7b-instruct", "qwen/qwen2.5-vl-32b-instruct",
-    "qwen/qwen2.5-vl-72b-instruct",
-    "google/gemini-2.5-pro", "google/gemini-2.5-flash", "google/gemini-2.5-flash-lite",
-    "google/gemini-3-pro-preview", "google/gemini-3.1-pro-preview", "google/gemini-3-flash-preview",
-    "google/gemini-robotics-er-1.5-preview", "google/gemini-robotics-er-1.6-preview",
-    "google/gemini-robotics-er-2-preview",
-    "openai/gpt-5-2025-08-07", "openai/gpt-5-mini-2025-08-07", "openai/gpt-5-nano-2025-08-07",
-    "openai/gpt-5.1-2025-11-13", "openai/gpt-5.2-2025-12-11",
-    "openai/gpt-5.5-2026-04-23", "openai/gpt-5.5-2026-04-23-xhigh-reasoning-effort",
+CATALOG_SEEDS: tuple[str, ...] = (
+    *PUBLISHED_MODELS,
+    *(retirement.successor for retirement in RETIRED_MODELS.values()),
     "anthropic/claude-sonnet-4-5-20250929", "anthropic/claude-opus-4-6",
-    "meta/llama-4-maverick-17b-128e-instruct-fp8", "meta/llama-4-scout-17b-16e-instruct",
 )
-"""The seed families of the README's model table (the leaderboard's models) and their successors."""
+"""The models ``roboreward models`` lists first: the published leaderboard's, the successors of its retired ones,
+and the Claude models README's family table names."""
 
 COLUMNS = ("model", "family", "deployment", "client", "media", "max_tokens", "status", "credentials")
 
@@ -155,7 +147,7 @@ def _models_in(path: str) -> list[str]:
 
 def known_models(local_path: str, include_all: bool = False) -> list[str]:
     """The package's models, the leaderboard's, the local path's, and with ``include_all`` every HELM VLM."""
-    names = list(LEADERBOARD_MODELS) + _models_in(os.path.join(config_dir(), MODEL_METADATA_FILE))
+    names = list(CATALOG_SEEDS) + _models_in(os.path.join(config_dir(), MODEL_METADATA_FILE))
     names += _models_in(os.path.join(local_path, MODEL_METADATA_FILE)) + list(RETIRED_MODELS) + list(ALIASES)
     if include_all:
         names += get_model_names_with_tag(VISION_LANGUAGE_MODEL_TAG)
