@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import av
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -207,6 +208,26 @@ def edit_v3_episode(root: Path, episode_index: int, **columns: Any) -> None:
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 
 
+# --------------------------------------------------------------------------- checking a cut
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    """Peak signal-to-noise ratio of two RGB frames in dB (99 when identical)."""
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 99.0 if mse == 0 else float(10 * np.log10(255.0**2 / mse))
+
+
+def reference_frames(path: str | Path, from_timestamp: float, to_timestamp: float, fps: float) -> list[np.ndarray]:
+    """The source video's frames in ``[from, to)`` (half a frame of slack), by plain sequential decoding (no seek)."""
+    half = 0.5 / fps
+    frames = []
+    with av.open(str(path)) as container:
+        for frame in container.decode(container.streams.video[0]):
+            if from_timestamp - half <= frame.time < to_timestamp - half:
+                frames.append(frame.to_ndarray(format="rgb24"))
+    return frames
+
+
 # --------------------------------------------------------------------------- lerobot itself
 
 
@@ -224,7 +245,7 @@ from tests.helpers.videos import draw_frame
 from lerobot.datasets.lerobot_dataset import LeRobotDataset
 spec = json.loads(sys.argv[2])
 features = {
-    "observation.images.front": {"dtype": "video", "shape": (48, 64, 3), "names": ["height", "width", "channels"]},
+    "observation.images.front": {"dtype": "video", "shape": (96, 128, 3), "names": ["height", "width", "channels"]},
     "observation.state": {"dtype": "float32", "shape": (2,), "names": None},
     "action": {"dtype": "float32", "shape": (2,), "names": None},
     "next.success": {"dtype": "bool", "shape": (1,), "names": None},
@@ -233,7 +254,7 @@ dataset = LeRobotDataset.create("tests/tiny", fps=spec["fps"], features=features
 index = 0
 for episode in spec["episodes"]:
     for frame in range(episode["length"]):
-        dataset.add_frame({"observation.images.front": draw_frame(index, 64, 48),
+        dataset.add_frame({"observation.images.front": draw_frame(index, 128, 96),
                            "observation.state": np.array([0.0, frame], np.float32),
                            "action": np.zeros(2, np.float32),
                            "next.success": np.array([episode["success"] and frame == episode["length"] - 1]),

@@ -12,30 +12,21 @@ import os
 from pathlib import Path
 
 import av
-import numpy as np
 import pytest
 
 from helm_roboreward.robot_data.episode_clips import ClipTarget, EpisodeVideoError, cut_episode
 from helm_roboreward.robot_data.lerobot_format import Episode, choose_camera, read_episodes, read_info
-from tests.helpers.lerobot_datasets import EpisodeSpec, default_episodes, write_v2, write_v3
+from tests.helpers.lerobot_datasets import (
+    EpisodeSpec,
+    default_episodes,
+    psnr,
+    reference_frames,
+    write_v2,
+    write_v3,
+)
 from tests.helpers.videos import decode_all, frame_numbers
 
 MIN_PSNR_DB = 40.0
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
-
-
-def reference_frames(path: str, episode: Episode, fps: float) -> list[np.ndarray]:
-    half = 0.5 / fps
-    frames = []
-    with av.open(path) as container:
-        for frame in container.decode(container.streams.video[0]):
-            if episode.from_timestamp - half <= frame.time < episode.to_timestamp - half:
-                frames.append(frame.to_ndarray(format="rgb24"))
-    return frames
 
 
 def stream_facts(path: Path) -> tuple[str, str, float, int]:
@@ -58,7 +49,8 @@ def test_every_episode_is_cut_frame_exactly(tmp_path: Path, layout: str, codec: 
         cut = cut_episode(source, episode, camera.fps, [ClipTarget(str(target), episode.length)])
         assert cut.frames == episode.length
         assert stream_facts(target) == ("h264", "yuv420p", 10.0, episode.length)
-        reference, imported = reference_frames(source, episode, camera.fps), decode_all(target)
+        reference = reference_frames(source, episode.from_timestamp, episode.to_timestamp, camera.fps)
+        imported = decode_all(target)
         expected = list(range(episode.first_frame_index, episode.first_frame_index + episode.length))
         assert len(reference) == len(imported) == episode.length
         assert frame_numbers(reference) == frame_numbers(imported) == expected

@@ -1,0 +1,197 @@
+"""``roboreward label`` for real: a LeRobot v3.0 dataset (AV1, shared mp4s) scored through helm-run.
+
+Prefix mode with ``baseline/constant-3`` (every output file), episode mode with ``baseline/uniform-random`` on a
+selection, and the tiny random Qwen3-VL through the in-process transformers client (needs torchcodec with FFmpeg's
+libraries, as every transformers-client test). Each checks that the placeholder reward reaches no model, that no
+gold-based statistic is reported, and that the source dataset is untouched.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+from transformers.utils import is_torchcodec_usable
+
+from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.robot_data.importing import ImportRequest
+from helm_roboreward.robot_data.label_outputs import EPISODE_COLUMNS
+from helm_roboreward.robot_data.labelling import LabellingError, LabelRequest, label_episodes, run_entry
+from tests.helpers.harness import (
+    TRANSFORMERS_ENVIRONMENT,
+    check_completed,
+    cli,
+    helm_environment,
+    private_local_path,
+    read_json,
+    transformers_local_path,
+)
+from tests.helpers.lerobot_datasets import (
+    CAMERA,
+    default_episodes,
+    lerobot_python,
+    read_progress_with_lerobot,
+    write_v3,
+)
+
+TIMEOUT = 600
+
+
+@dataclass
+class Labelled:
+    source: Path
+    out: Path
+    output: str
+    digests_before: dict[str, str]
+
+
+def digests(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def label(source: Path, out: Path, local: Path, *options: str, env: dict[str, str] | None = None) -> str:
+    process = subprocess.run([cli("roboreward"), "label", str(source), "--out", str(out), "--local-path", str(local),
+                              "--quiet", *options], env=env or helm_environment(), capture_output=True, text=True,
+                             timeout=TIMEOUT)
+    check_completed(process, "roboreward label")
+    return process.stdout
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_v3(tmp_path_factory.mktemp("lerobot") / "kitchen_robot", default_episodes(4), episodes_per_file=3)
+
+
+@pytest.fixture(scope="module")
+def prefix_run(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Labelled:
+    work = tmp_path_factory.mktemp("label_prefix")
+    before = digests(dataset)
+    output = label(dataset, work / "out", private_local_path(work / "local"), "--model", "baseline/constant-3",
+                   "--mode", "prefix", "--anchors", "3", "--low-score", "3")
+    return Labelled(dataset, work / "out", output, before)
+
+
+def run_states(out: Path) -> list[dict[str, object]]:
+    (run,) = (out / "work" / "benchmark_output" / "runs" / "roboreward-label").glob("roboreward:*")
+    return list(read_json(run / "scenario_state.json")["request_states"])
+
+
+def test_episode_rewards(prefix_run: Labelled) -> None:
+    table = pq.read_table(prefix_run.out / "episode_rewards.parquet")
+    assert tuple(table.column_names) == EPISODE_COLUMNS
+    rows = table.to_pylist()
+    assert [row["episode_index"] for row in rows] == [0, 1, 2, 3]
+    assert {(row["score"], row["progress"], row["success"], row["raw_output"], row["prompt_version"],
+             row["camera_key"], row["model"], row["request_failed"]) for row in rows} == {
+        (3.0, 0.5, False, "ANSWER: 3", "1", CAMERA, "baseline/constant-3", False)}
+    assert rows[1]["task"] == "open the drawer"
+    settings = json.loads(table.schema.metadata[b"roboreward"])
+    assert settings["model"] == "baseline/constant-3" and settings["deployment"] == "baseline/constant-3"
+    entry = settings["run_entry"]
+    assert entry.startswith("roboreward:data=") and entry.endswith(",subset=kitchen_robot,model=baseline/constant-3")
+    assert settings["mode"] == "prefix" and settings["anchors"] == 3 and settings["suite"] == "roboreward-label"
+    assert table.schema.metadata[b"model"] == b"baseline/constant-3"
+
+
+def test_progress_follows_lerobots_schema(prefix_run: Labelled) -> None:
+    table = pq.read_table(prefix_run.out / "roboreward_progress.parquet")
+    assert [(field.name, str(field.type)) for field in table.schema] == [
+        ("index", "int64"), ("episode_index", "int64"), ("frame_index", "int64"), ("progress_sparse", "float")]
+    assert table.schema.metadata == {b"reward_model_path": b"baseline/constant-3"}
+    columns = table.to_pydict()
+    assert columns["index"] == list(range(8 + 9 + 10 + 11))  # one row per frame, sorted by the dataset index
+    assert columns["frame_index"][8:10] == [0, 1] and columns["episode_index"][8:10] == [1, 1]
+    assert set(columns["progress_sparse"]) == {0.5}
+
+
+def test_plots_contact_sheet_and_low_scores(prefix_run: Labelled) -> None:
+    assert Image.open(prefix_run.out / "progress.png").size[0] > 300
+    sheet = Image.open(prefix_run.out / "last_frames.png")
+    assert sheet.size == (4 * 160, 120 + 18)
+    low = json.loads((prefix_run.out / "low_score_episodes.json").read_text())
+    assert low["threshold"] == 3 and low["count"] == 4 and low["episodes_option"] == "0:4"
+    assert "4 episode(s) scored <= 3" in prefix_run.output
+
+
+def test_prefix_clips_were_scored_and_nothing_carries_the_placeholder(prefix_run: Labelled) -> None:
+    states = run_states(prefix_run.out)
+    assert len(states) == 4 * 3  # three prefix clips per episode, the last the whole episode
+    tasks = {spec.task for spec in default_episodes(4)}
+    for state in states:
+        media = state["request"]["multimodal_prompt"]["media_objects"]  # type: ignore[index]
+        assert media[0]["text"] in {build_prompt(task) for task in tasks}
+        for item in media[1:]:
+            name = os.path.basename(os.path.dirname(item["location"])) + "/" + os.path.basename(item["location"])
+            assert "episode" not in name and "upto" not in name  # content-addressed frames
+    # the work copy says its rewards are placeholders; the label command printed no MAE
+    provenance = json.loads((prefix_run.out / "work/copy/roboreward_import.json").read_text())
+    assert provenance["labels"]["source"] == "placeholder"
+    assert "mae" not in prefix_run.output.lower() and "error" not in prefix_run.output.lower()
+
+
+def test_the_source_dataset_is_untouched(prefix_run: Labelled) -> None:
+    assert digests(prefix_run.source) == prefix_run.digests_before
+
+
+@pytest.mark.skipif(lerobot_python() is None, reason="set ROBOREWARD_LEROBOT_PYTHON to a venv with lerobot")
+def test_lerobots_rabc_reader_loads_the_progress(prefix_run: Labelled) -> None:
+    python = lerobot_python()
+    assert python is not None
+    result = read_progress_with_lerobot(python, prefix_run.out / "roboreward_progress.parquet", [0, 9, 37])
+    assert result["frames"] == 38 and result["lookup"] == {"0": 0.5, "9": 0.5, "37": 0.5}
+    assert len(result["weights"]) == 3
+
+
+def test_uniform_random_in_episode_mode_on_a_selection(dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    label(dataset, out, private_local_path(tmp_path / "local"), "--model", "baseline/uniform-random",
+          "--episodes", "1,3")
+    rows = pq.read_table(out / "episode_rewards.parquet").to_pylist()
+    assert [row["episode_index"] for row in rows] == [1, 3]
+    for row in rows:
+        assert row["score"] in {1.0, 2.0, 3.0, 4.0, 5.0} and row["raw_output"] == f"ANSWER: {int(row['score'])}"
+        assert row["progress"] == (row["score"] - 1) / 4 and row["success"] == (row["score"] == 5)
+    assert not (out / "roboreward_progress.parquet").exists() and (out / "last_frames.png").exists()
+    assert len(run_states(out)) == 2
+
+
+def test_out_inside_the_dataset_and_bad_entries_are_refused(dataset: Path) -> None:
+    request = LabelRequest(dataset=ImportRequest(root=str(dataset), out="", source={"kind": "local"}),
+                           out=str(dataset / "labels"), model="baseline/constant-3", progress=False)
+    with pytest.raises(LabellingError, match="lies inside the dataset .*never modified"):
+        label_episodes(request)
+    with pytest.raises(LabellingError, match="--mode prefix needs --anchors K with K >= 2"):
+        label_episodes(LabelRequest(**{**request.__dict__, "mode": "prefix", "anchors": 1}))
+    with pytest.raises(LabellingError, match="cannot hold ','"):
+        run_entry("/tmp/a,b", "s", "baseline/constant-3", None, "")
+    with pytest.raises(LabellingError, match="must be key=value and not set data"):
+        run_entry("/tmp/copy", "s", "baseline/constant-3", None, "model=x")
+    assert run_entry("/tmp/copy", "s", "m/x", "d/y", "video=frames") == (
+        "roboreward:data=/tmp/copy,subset=s,video=frames,model=m/x,model_deployment=d/y")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not is_torchcodec_usable("video"), reason="torchcodec cannot decode video here: pip install "
+                    "torchcodec and FFmpeg's shared libraries (apt-get install ffmpeg)")
+def test_the_tiny_qwen3vl_labels_through_the_transformers_client(dataset: Path, tiny_qwen3vl: Path,
+                                                                 tmp_path: Path) -> None:
+    local = transformers_local_path(tmp_path / "local", "transformers/tiny-qwen3-vl", tiny_qwen3vl)
+    out = tmp_path / "out"
+    output = label(dataset, out, local, "--model", "teetone/roboreward-8b", "--model-deployment",
+                   "transformers/tiny-qwen3-vl", "--mode", "prefix", "--anchors", "2", "-n", "1",
+                   env={**helm_environment(), **TRANSFORMERS_ENVIRONMENT})
+    assert "4 episodes" in output
+    rows = pq.read_table(out / "episode_rewards.parquet").to_pylist()
+    assert len(rows) == 4 and all(row["model"] == "teetone/roboreward-8b" for row in rows)
+    assert all(len(row["raw_output"]) == 6 and not row["request_failed"] for row in rows)  # the tiny model's answers
+    states = run_states(out)
+    assert all(state["request"]["multimodal_prompt"]["media_objects"][1]["content_type"] == "video/mp4"  # type: ignore
+               for state in states)
+    progress = pq.read_table(out / "roboreward_progress.parquet")
+    assert progress.num_rows == 8 + 9 + 10 + 11
