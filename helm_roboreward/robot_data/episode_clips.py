@@ -212,10 +212,11 @@ def _check_frames(times: list[float], episode: Episode, fps: float, where: str, 
     beyond = ended and (not times or episode.to_timestamp > times[-1] + 1.5 / fps)
     if len(times) < episode.length or beyond:
         ends = f"it ends at {times[-1] + 1 / fps:.3f} s" if times else "no frame of the span is in it"
+        if len(times) < episode.length:
+            ends += f", with {len(times)} of the episode's {episode.length} frames"
         raise EpisodeVideoError(
-            f"{where}: timestamps {span} lie beyond the end of the video ({ends}; {len(times)} of the episode's "
-            f"{episode.length} frames are there). The metadata and the video disagree: re-download the dataset, or "
-            "leave the episode out with --episodes")
+            f"{where}: timestamps {span} lie beyond the end of the video ({ends}). The metadata and the video "
+            "disagree: re-download the dataset, or leave the episode out with --episodes")
     if len(times) > episode.length:
         raise EpisodeVideoError(
             f"{where}: more than {episode.length} frames lie within {span} but the episode has {episode.length}; "

@@ -759,6 +759,13 @@ OTHER_FILE_CASES: dict[str, str] = {
         ("disk-full", "test_a_full_disk_says_so_and_keeps_what_was_prepared"),
         ("cache-file-modes", "test_cache_files_follow_the_umask"),
     )},
+    # LeRobot imports (roboreward import-lerobot)
+    **{case: "tests/robot_data/test_bad_lerobot_inputs.py::test_bad_lerobot_input" for case in (
+        "lerobot-unknown-version", "lerobot-camera-missing", "lerobot-camera-ambiguous", "lerobot-camera-depth",
+        "lerobot-timestamps-beyond-video", "lerobot-zero-length-episode", "lerobot-undecodable-video",
+        "lerobot-labels-unknown-episode", "lerobot-labels-out-of-range", "lerobot-labels-duplicate",
+        "lerobot-labels-missing-for-selection", "lerobot-episodes-unknown", "lerobot-no-labels",
+        "lerobot-not-a-dataset", "lerobot-out-holds-other-import")},
 }
 """Catalogue cases tested in another file: case id -> ``file::test function``."""
 

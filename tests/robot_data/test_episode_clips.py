@@ -99,7 +99,8 @@ def test_timestamps_beyond_the_video_name_the_episode_and_leave_no_file(tmp_path
     late = Episode(**{**episode.__dict__, "from_timestamp": 0.9, "to_timestamp": 1.5})
     target = tmp_path / "late.mp4"
     with pytest.raises(EpisodeVideoError, match=r"file-000.mp4, episode 1: timestamps 0.9..1.5 s lie beyond the end "
-                                                r"of the video \(it ends at 1.200 s; 3 of the episode's 6 frames"):
+                                                r"of the video \(it ends at 1.200 s, with 3 of the episode's 6 "
+                                                r"frames\)"):
         cut_episode(os.path.join(info.root, episode.video_file), late, camera.fps, [ClipTarget(str(target), 6)])
     assert not target.exists()
 
