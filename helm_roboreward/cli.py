@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "benchmark does not know join the RoboReward leaderboard and its mean")
     files.set_defaults(handler=_files)
     add_model_commands(commands)
+    from helm_roboreward.robot_data.commands import add_robot_data_commands
+
+    add_robot_data_commands(commands)  # import-lerobot, label, export-predictions (docs/own_robot_data.md)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""The package's layers: core, data, media and presentation import no HELM, not even transitively.
+"""The package's layers: core, data, media, presentation and robot_data import no HELM, not even transitively.
 
 ruff's banned-api rule (pyproject.toml, TID251) stops a direct ``import helm`` outside
 ``helm_roboreward/helm_layer``; this test catches the indirect ones: each module of those four layers is
@@ -17,7 +17,7 @@ import pytest
 
 import helm_roboreward
 
-HELM_FREE_LAYERS = ("core", "data", "media", "presentation", "config")
+HELM_FREE_LAYERS = ("core", "data", "media", "presentation", "config", "robot_data")
 PACKAGE = Path(helm_roboreward.__file__).parent
 
 PROBE = """
