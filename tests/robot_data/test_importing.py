@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from helm_roboreward.robot_data.importing import (
 from helm_roboreward.robot_data.labels import LabelError
 from helm_roboreward.robot_data.lerobot_format import LeRobotFormatError
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo, make_commit_sha
+from tests.helpers.harness import check_completed, cli, helm_environment
 from tests.helpers.lerobot_datasets import CAMERA, EpisodeSpec, default_episodes, edit_v3_episode, write_v2, write_v3
 from tests.helpers.videos import decode_all, frame_numbers
 
@@ -161,3 +163,18 @@ def test_a_missing_hub_revision_says_so(tmp_path: Path) -> None:
             fetch_hub_dataset("lab/v2", "v9.9", endpoint=hub.url, cache_dir=str(tmp_path / "cache"))
         with pytest.raises(HubDatasetError, match="no such dataset"):
             fetch_hub_dataset("lab/none", "main", endpoint=hub.url, cache_dir=str(tmp_path / "cache"))
+
+
+def test_the_command_imports_from_the_hub_by_repo_id(tmp_path: Path) -> None:
+    content = write_v2(tmp_path / "content", default_episodes(3))
+    commit = make_commit_sha("cli")
+    with FakeHfHub([FakeRepo("lab/shelf", commits={commit: content}, refs={"v1": commit})]) as hub:
+        env = {**helm_environment(), "HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path / "cache"),
+               "HF_HUB_OFFLINE": "0"}
+        process = subprocess.run([cli("roboreward"), "import-lerobot", "--repo-id", "lab/shelf", "--revision", "v1",
+                                  "--out", str(tmp_path / "copy"), "--labels-from", "next.success", "--quiet"],
+                                 env=env, capture_output=True, text=True, timeout=300)
+    check_completed(process, "roboreward import-lerobot")
+    assert "lab/shelf@v1 -> " in process.stdout and "subset shelf: 3 episodes" in process.stdout
+    provenance = json.loads((tmp_path / "copy" / PROVENANCE_FILE).read_text())
+    assert provenance["source"]["resolved_revision"] == commit and provenance["source"]["revision"] == "v1"
