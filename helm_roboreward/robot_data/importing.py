@@ -249,7 +249,9 @@ def import_lerobot(request: ImportRequest, ensure_files: Callable[[list[str]], N
     if existing is not None:
         if existing.get("import_key") == key:
             return ImportResult(out, subset, rows, existing, reused=True, episodes=episodes)
-        raise LabelError(_different_import(out, existing, request, camera, subset))
+        # An unlabelled working copy (roboreward label's) is the command's own: another mode or selection replaces it.
+        if not (request.placeholder_labels and (existing.get("labels") or {}).get("source") == "placeholder"):
+            raise LabelError(_different_import(out, existing, request, camera, subset))
     if ensure_files is not None:
         ensure_files(sorted({episode.video_file for episode in episodes}))
     staging = f"{out}.partial-{os.getpid()}"
@@ -260,7 +262,9 @@ def import_lerobot(request: ImportRequest, ensure_files: Callable[[list[str]], N
         _write_metadata(staging, rows, request.placeholder_labels)
         write_atomically(os.path.join(staging, PROVENANCE_FILE),
                          (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-        if os.path.isdir(out):
+        if existing is not None:
+            shutil.rmtree(out)  # a working copy being replaced
+        elif os.path.isdir(out):
             os.rmdir(out)  # empty (checked above)
         os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
         os.rename(staging, out)

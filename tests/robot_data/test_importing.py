@@ -135,6 +135,16 @@ def test_an_unlabelled_copy_carries_a_placeholder_and_says_so(v3: Path, tmp_path
         range(8, 14))
 
 
+def test_an_unlabelled_working_copy_is_replaced_by_another_mode(v3: Path, tmp_path: Path) -> None:
+    out = tmp_path / "work" / "copy"
+    import_lerobot(local(v3, out, placeholder_labels=True), progress=False)
+    result = import_lerobot(local(v3, out, placeholder_labels=True, anchors=2, episodes="1"), progress=False)
+    assert not result.reused and [row.end_frame for row in result.rows] == [5, 9]
+    assert len((out / "test/metadata.jsonl").read_text().splitlines()) == 2
+    with pytest.raises(LabelError, match="already holds a different import"):  # a labelled import is never replaced
+        import_lerobot(local(v3, out, labels_from="next.success"), progress=False)
+
+
 def test_a_hub_dataset_downloads_only_what_the_import_reads(tmp_path: Path) -> None:
     content = write_v3(tmp_path / "content", default_episodes(6), episodes_per_file=3)
     commit = make_commit_sha("lerobot v3")
