@@ -99,6 +99,10 @@ class ModelSummary:
     confusion: np.ndarray
     """Counts, gold 1..5 (rows) by :data:`CONFUSION_COLUMNS`; failed requests excluded."""
 
+    failed_subsets: list[str] = field(default_factory=list)
+    """Subsets where the model has rows but every request failed and its run left them out (``failed=skip``):
+    no error to average, on the leaderboard or here."""
+
 
 @dataclass(frozen=True)
 class PairSummary:
@@ -226,8 +230,16 @@ def _model_summaries(
             missing_subsets=[subset for subset in subsets if subset not in present],
             failures=failure_modes(model.rows),
             confusion=confusion_matrix(model.rows),
+            failed_subsets=every_request_failed(model.rows),
         ))
     return summaries
+
+
+def every_request_failed(rows: Sequence[InstanceRow]) -> list[str]:
+    """The subsets (official order) where every row is a failed request its run left out (``failed=skip``)."""
+    subsets = {row.subset for row in rows}
+    return subset_order([subset for subset in subsets
+                         if all(row.left_out for row in rows if row.subset == subset)])
 
 
 def _rank_key(summary: ModelSummary) -> tuple[float, str]:

@@ -13,7 +13,11 @@ What the leaderboard covers is read from what ``helm-summarize`` wrote into ``ru
   ``subset=all`` runs feed their own page (``groups/roboreward_all.json``), whose macro MAE covers every
   subset they hold.
 
-No ``groups/`` folder means the suite was never summarized: there is no leaderboard to disagree with.
+No ``groups/`` folder means the suite was never summarized: there is no leaderboard to disagree with. A run the
+leaderboard names whose folder is gone (deleted or moved since the last ``helm-summarize``) still counts in the
+leaderboard's means and not in the report's: the report stops and names it. A model's subset where every request
+failed under ``failed=skip`` has no error on either side (the leaderboard's cell is empty and names no run): it
+is not checked, and the report's row says so.
 """
 
 import json
@@ -124,7 +128,10 @@ def check_leaderboard_coverage(suite: SuiteRows, suite_dir: str) -> list[str]:
     notes: list[str] = []
     for model in suite.models:
         tables: dict[str, list[str]] = defaultdict(list)
+        with_errors = {row.subset for row in model.rows if row.abs_error is not None}
         for subset, run in sorted(model.run_of_subset.items()):
+            if subset not in with_errors:  # every request failed (failed=skip): no value on either side
+                continue
             table = leaderboard.table_of_run.get(run)
             if table is not None:
                 tables[table].append(subset)
@@ -137,9 +144,15 @@ def check_leaderboard_coverage(suite: SuiteRows, suite_dir: str) -> list[str]:
             notes.append(f"{model.display_name}: its subsets are on {len(tables)} different leaderboards ({parts}); "
                          "each leaderboard's mean covers only its own subsets, the macro MAE here all of them. Put "
                          "them in separate suites to compare like with like")
-    if not unknown and not stale:
+    gone = sorted(run for run in leaderboard.table_of_run if suite.run_names and run not in suite.run_names)
+    if not unknown and not stale and not gone:
         return notes
     problems = []
+    if gone:
+        problems.append(f"run(s) {_listing(gone)} are on the leaderboard but their folders are gone from {suite_dir} "
+                        "(deleted or moved since the last helm-summarize), so the leaderboard's means count them and "
+                        "this report cannot. Fix: helm-summarize again (the leaderboard then leaves them out too), "
+                        "or put the run folders back")
     if unknown:
         runs = sorted({run for runs in unknown.values() for run in runs})
         problems.append(f"the schema helm-summarize used has no leaderboard group for subset(s) "

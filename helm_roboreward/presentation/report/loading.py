@@ -72,7 +72,11 @@ class Run:
 
     rows: tuple[InstanceRow, ...]
     settings: str = ""
-    """The run entry's options other than subset and model (from the run name), e.g. ``data=sample,video=frames``."""
+    """The run entry's options other than subset, model and deployment (from the run name), e.g.
+    ``data=sample,video=frames``."""
+
+    deployment: str = ""
+    """The model deployment it ran on (``adapter_spec.model_deployment``)."""
 
     @property
     def subsets(self) -> list[str]:
@@ -82,9 +86,12 @@ class Run:
 
 @dataclass
 class ModelRows:
-    """Every row of one model across the suite, one run per subset."""
+    """Every row of one leaderboard row (a model on one deployment) across the suite, one run per subset."""
 
     model: str
+    """The model name; ``<model>@<deployment>`` when the suite runs the model on several deployments (HELM's
+    leaderboard has a row per model and deployment; so has the report)."""
+
     display_name: str
     rows: list[InstanceRow]
     run_of_subset: dict[str, str]
@@ -101,6 +108,9 @@ class SuiteRows:
 
     notes: list[str] = field(default_factory=list)
     """Overlapping runs and which one was used."""
+
+    run_names: set[str] = field(default_factory=set)
+    """Every run folder of the suite (with a ``run_spec.json``), usable or not."""
 
 
 class _UnusableRunError(Exception):
@@ -225,8 +235,9 @@ def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
             means = _stat_means(entry.get("stats"))
             rows[instance_id] = _row(instance_id, means, instances.get(instance_id, {}), default_subset)
     model = str(run_spec.get("adapter_spec", {}).get("model", "unknown"))
+    deployment = str(run_spec.get("adapter_spec", {}).get("model_deployment") or model)
     finished = os.path.getmtime(os.path.join(run_dir, "stats.json"))
-    run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)))
+    run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)), deployment)
     missing = len(set(rows) - set(instances))
     warnings = [f"run {name}: {missing} instance(s) have no instance data (subset taken from the run spec)"]
     warnings = warnings if missing else []
@@ -236,7 +247,8 @@ def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
 def _settings(run_name: str) -> str:
     """``roboreward:subset=a,data=sample,video=frames,model=m`` -> ``data=sample,video=frames``."""
     options = run_name.split(":", 1)[-1].split(",")
-    return ",".join(option for option in options if not option.startswith(("subset=", "model=")))
+    return ",".join(option for option in options
+                    if not option.startswith(("subset=", "model=", "model_deployment=")))
 
 
 def _mismatches(run: Run, run_means: dict[str, float]) -> list[str]:
@@ -251,8 +263,8 @@ def _mismatches(run: Run, run_means: dict[str, float]) -> list[str]:
     return warnings
 
 
-def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str]]:
-    """The usable RoboReward runs of a suite and the warnings about the others."""
+def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str], set[str]]:
+    """The usable RoboReward runs of a suite, the warnings about the others, and every run folder's name."""
     found, roboreward_dirs, foreign = [], [], []
     unreadable: list[str] = []
     for name in sorted(os.listdir(suite_dir)):
@@ -300,34 +312,53 @@ def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str]]:
     if not runs:
         raise ReportError(f"none of the {len(roboreward_dirs)} RoboReward runs of suite {suite!r} is usable: "
                           + "; ".join(warnings[:MAX_LISTED]))
-    return runs, warnings
+    return runs, warnings, set(found)
 
 
 def _latest_per_subset(runs: list[Run], display_names: dict[str, str]) -> tuple[list[ModelRows], list[str]]:
-    """Per model and subset, the rows of the latest run that covers the subset; notes on the runs left out."""
-    by_model: dict[str, list[Run]] = defaultdict(list)
+    """Per leaderboard row (model and deployment) and subset, the latest run covering it; notes on the others.
+
+    Raises:
+        ReportError: Runs of one row with different settings cover one subset: HELM's leaderboard averages them in
+            one cell, and no single run's numbers would agree with it (the message names the runs).
+    """
+    by_row: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    deployments: dict[str, set[str]] = defaultdict(set)
     for run in runs:
-        by_model[run.model].append(run)
-    models, notes = [], []
-    for model, model_runs in sorted(by_model.items()):
-        chosen: dict[str, Run] = {}
-        superseded: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for run in sorted(model_runs, key=lambda item: (item.finished, item.name), reverse=True):
+        by_row[(run.model, run.deployment)].append(run)
+        deployments[run.model].add(run.deployment)
+    models, notes, conflicts = [], [], []
+    for (model, deployment), row_runs in sorted(by_row.items()):
+        single = len(deployments[model]) == 1
+        key = model if single else f"{model}@{deployment}"
+        covering: dict[str, list[Run]] = defaultdict(list)
+        for run in sorted(row_runs, key=lambda item: (item.finished, item.name), reverse=True):
             for subset in run.subsets:
-                if subset in chosen:
-                    superseded[(chosen[subset].name, run.name)].append(subset)
-                else:
-                    chosen[subset] = run
+                covering[subset].append(run)
+        chosen = {subset: subset_runs[0] for subset, subset_runs in covering.items()}
+        superseded: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for subset, subset_runs in covering.items():
+            if len({run.settings for run in subset_runs}) > 1:
+                conflicts.append(f"{key}, subset {subset}: runs " + ", ".join(
+                    f"{run.name} ({run.settings or 'default settings'})" for run in subset_runs))
+            for run in subset_runs[1:]:
+                superseded[(subset_runs[0].name, run.name)].append(subset)
         for (used, ignored), subsets in superseded.items():
-            notes.append(f"{model}: runs {used} and {ignored} both cover {_listing(subsets)}; "
+            notes.append(f"{key}: runs {used} and {ignored} both cover {_listing(subsets)} with the same settings; "
                          f"the latest ({used}) is used")
         settings = sorted({run.settings for run in chosen.values()})
         if len(settings) > 1:
-            notes.append(f"{model}: its subsets come from runs with different settings ({_listing(settings)}); "
+            notes.append(f"{key}: its subsets come from runs with different settings ({_listing(settings)}); "
                          "its macro MAE mixes them")
         rows = [row for subset, run in chosen.items() for row in run.rows if row.subset == subset]
-        run_of_subset = {subset: run.name for subset, run in chosen.items()}
-        models.append(ModelRows(model, display_names.get(model, model), rows, run_of_subset))
+        display = display_names.get(model, model) + ("" if single else f" ({deployment})")
+        models.append(ModelRows(key, display, rows, {subset: run.name for subset, run in chosen.items()}))
+    if conflicts:
+        raise ReportError(
+            f"runs of one model and deployment with different settings cover the same subset: {_listing(conflicts)}. "
+            "HELM's leaderboard averages them in one cell (its rows are model and deployment, not these settings), "
+            "so no single run's numbers agree with it. Keep one setting per model and subset in this suite: move the "
+            "other runs into another suite (runs/<other suite>/), then helm-summarize again. Nothing was written.")
     return models, notes
 
 
@@ -343,8 +374,9 @@ def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> S
         The rows per model, with warnings (skipped runs) and notes (overlapping runs).
 
     Raises:
-        ReportError: The suite does not exist, has no RoboReward runs, or none of them is usable.
+        ReportError: The suite does not exist, has no RoboReward runs, none of them is usable, or runs of one model
+            with different settings cover one subset.
     """
-    runs, warnings = _read_suite_runs(suite_directory(output_path, suite), suite)
+    runs, warnings, run_names = _read_suite_runs(suite_directory(output_path, suite), suite)
     models, notes = _latest_per_subset(runs, display_names)
-    return SuiteRows(suite, models, warnings, notes)
+    return SuiteRows(suite, models, warnings, notes, run_names)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
 from helm_roboreward.media.paths import write_inside
-from helm_roboreward.presentation.report.analysis import ReportData
+from helm_roboreward.presentation.report.analysis import ModelSummary, ReportData
 from helm_roboreward.presentation.report.bootstrap import Interval
 from helm_roboreward.presentation.report.plots import (
     HEATMAP_FILE,
@@ -75,28 +75,51 @@ def _intro(data: ReportData) -> list[str]:
 
 def leaderboard_rows(data: ReportData, digits: int = 3) -> list[list[str]]:
     """Official-format rows: model, mean, then one MAE per subset in official order ('' when missing)."""
-    return [[model.display_name, _number(model.macro.estimate if model.macro else None, digits)]
+    return [[model.display_name, _number(model.macro.estimate, digits) if model.macro else ""]
             + [_number(model.subset_mae[s.id].estimate, digits) if s.id in model.subset_mae else ""
                for s in data.subsets]
             for model in data.models]
 
 
+ALL_FAILED = "every request failed"
+"""What a model's cell says where its run left every failed request out (``failed=skip``): no error to average."""
+
+
+def _macro_cell(model: ModelSummary) -> str:
+    if model.macro is None and model.failed_subsets:
+        return f"{ALL_FAILED} (failed=skip)"
+    return _number(model.macro.estimate if model.macro else None)
+
+
 def _leaderboard(data: ReportData) -> list[str]:
     header = ["Model", "Mean"] + [subset.display_name for subset in data.subsets]
-    rows = [[cell or "-" for cell in row] for row in leaderboard_rows(data)]
+    rows = []
+    for model, row in zip(data.models, leaderboard_rows(data), strict=True):
+        cells = [row[0], _macro_cell(model)] + [
+            cell or ("failed" if subset.id in model.failed_subsets else "-")
+            for subset, cell in zip(data.subsets, row[2:], strict=True)]
+        rows.append(cells)
     lines = ["", "## Leaderboard", "", "Official format: the mean is the unweighted mean of the per-subset MAEs "
-             "present for the model. Also in `leaderboard.csv`.", ""] + _table(header, rows)
-    gaps = [model for model in data.models if model.missing_subsets]
+             "present for the model. Also in `leaderboard.csv`. *failed*: every request of the model failed there "
+             "and its run left them out (`failed=skip`): no error to average, as on HELM's leaderboard.", ""]
+    lines += _table(header, rows)
+    gaps = [model for model in data.models if model.missing_subsets or model.failed_subsets]
     if gaps:
         lines += ["", "Subsets missing per model (its mean is over the subsets it has):", ""]
-        lines += [f"- {model.display_name}: no errors for {_names(model.missing_subsets)}; mean over "
-                  f"{len(model.subset_mae)} of {len(data.subsets)} subsets" for model in gaps]
+        for model in gaps:
+            parts = []
+            if model.missing_subsets:
+                parts.append(f"no errors for {_names(model.missing_subsets)}; mean over {len(model.subset_mae)} of "
+                             f"{len(data.subsets)} subsets")
+            if model.failed_subsets:
+                parts.append(f"{ALL_FAILED} in {_names(model.failed_subsets)} (failed=skip left them out)")
+            lines.append(f"- {model.display_name}: " + "; ".join(parts))
     return lines
 
 
 def _macro(data: ReportData) -> list[str]:
     level = f"{data.settings.confidence:.0%}"
-    rows = [[str(rank), model.display_name, _number(model.macro.estimate if model.macro else None),
+    rows = [[str(rank), model.display_name, _macro_cell(model),
              _interval(model.macro), str(len(model.subset_mae)), str(sum(model.subset_rows.values()))]
             for rank, model in enumerate(data.models, start=1)]
     return ["", f"## Macro MAE with {level} confidence intervals", ""] + _table(
@@ -267,8 +290,8 @@ def write_report(data: ReportData, out_dir: str) -> list[str]:
     texts = {
         REPORT_FILE: render_markdown(data),
         LEADERBOARD_FILE: _csv_text(
-            ["model", "mean"] + ids + ["model_id", "missing_subsets"],
-            [row + [model.model, " ".join(model.missing_subsets)]
+            ["model", "mean"] + ids + ["model_id", "missing_subsets", "failed_subsets"],
+            [row + [model.model, " ".join(model.missing_subsets), " ".join(model.failed_subsets)]
              for row, model in zip(leaderboard_rows(data, digits=6), data.models, strict=True)]),
         SUBSET_FILE: _csv_text(
             ["model", "subset", "rows", "mae", "ci_low", "ci_high", "too_small"],

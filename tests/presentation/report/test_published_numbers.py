@@ -92,4 +92,5 @@ def test_the_report_macro_gives_the_published_number(published_report: Path) -> 
 def test_leaderboard_csv_columns_are_in_the_official_order(published_report: Path) -> None:
     with open(published_report / LEADERBOARD_FILE, encoding="utf-8") as handle:
         header = next(csv.reader(handle))
-    assert header == ["model", "mean", *[subset.id for subset in OFFICIAL_SUBSETS], "model_id", "missing_subsets"]
+    assert header == ["model", "mean", *[subset.id for subset in OFFICIAL_SUBSETS], "model_id", "missing_subsets",
+                      "failed_subsets"]

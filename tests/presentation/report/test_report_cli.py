@@ -21,7 +21,7 @@ from PIL import Image
 
 from helm_roboreward import cli
 from helm_roboreward.helm_layer.scenario import instance_id
-from tests.helpers.harness import PROD_ENV, TIMEOUT
+from tests.helpers.harness import PROD_ENV, TIMEOUT, check_completed, helm_environment, helm_summarize_command
 from tests.helpers.harness import cli as console_script
 from tests.helpers.sample import constant_mae, rows_of, sample_rows, subset_of
 from tests.helpers.suite import SUITE, SampleSuite, SuiteCopy
@@ -218,14 +218,94 @@ def test_no_usable_run_fails(copy: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert not (tmp_path / "r").exists()
 
 
-def test_overlapping_runs_use_the_latest(copy: Path, tmp_path: Path) -> None:
+def with_settings(run: Path, extra: str) -> Path:
+    """A copy of ``run`` whose run entry had ``extra`` options too (same model and deployment: one leaderboard cell)."""
+    other = run.parent / run.name.replace("data=sample", f"data=sample,{extra}")
+    shutil.copytree(run, other)
+    spec = json.loads((other / "run_spec.json").read_text())
+    spec["name"] = other.name
+    (other / "run_spec.json").write_text(json.dumps(spec))
+    os.utime(other / "stats.json", (run.stat().st_mtime + 60,) * 2)
+    return other
+
+
+def test_runs_of_one_model_with_other_settings_in_one_subset_are_refused(
+        copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """HELM's leaderboard averages them in one cell (its rows are model + deployment); the report took the latest."""
     original = runs_of(copy, "baseline/constant-3")[0]
-    newer = original.parent / (original.name.replace("data=sample", "data=sample,rerun=1"))
-    shutil.copytree(original, newer)
-    os.utime(newer / "stats.json", (original.stat().st_mtime + 60,) * 2)
+    newer = with_settings(original, "last_frame=true")
+    assert report(copy, tmp_path / "r") == 2
+    err = one_line_error(capsys)
+    assert original.name in err and newer.name in err and "baseline/constant-3" in err
+    assert "averages them in one cell" in err and "another suite" in err and "Nothing was written" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_runs_of_one_model_through_two_deployments_are_two_rows(copy: Path, tmp_path: Path) -> None:
+    """Different deployments are different leaderboard rows (HELM: model_deployment + model); the report agrees."""
+    original = runs_of(copy, "baseline/constant-3")[0]
+    other = original.parent / f"{original.name},model_deployment=baseline_constant-3-copy"
+    shutil.copytree(original, other)
+    spec = json.loads((other / "run_spec.json").read_text())
+    spec["name"] = other.name
+    spec["adapter_spec"]["model_deployment"] = "baseline/constant-3-copy"
+    (other / "run_spec.json").write_text(json.dumps(spec))
     assert report(copy, tmp_path / "r") == 0
+    rows = {row["model_id"]: row for row in read_csv(tmp_path / "r" / "leaderboard.csv")}
+    assert set(rows) == {"baseline/constant-3@baseline/constant-3", "baseline/constant-3@baseline/constant-3-copy",
+                         "baseline/uniform-random"}
+    assert rows["baseline/constant-3@baseline/constant-3-copy"]["model"] == \
+        "Constant 3 (baseline) (baseline/constant-3-copy)"
+    assert rows["baseline/constant-3@baseline/constant-3-copy"]["missing_subsets"] != ""  # one subset only there
+
+
+def test_a_run_folder_deleted_since_the_last_summarize_is_named(copy_suite: Callable[..., SuiteCopy], tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    summarized = copy_suite(summarized=True, media="none")
+    gone = runs_of(summarized.output, "baseline/uniform-random")[0]
+    shutil.rmtree(gone)
+    assert report(summarized.output, tmp_path / "r") == 2
+    err = one_line_error(capsys)
+    assert gone.name in err and "are on the leaderboard" in err and "helm-summarize again" in err
+    assert not (tmp_path / "r").exists()
+
+
+KEPT_WHEN_ALL_FAILED = {"failed_request", "num_frames", "media_bytes", "num_instances", "eval_coverage"}
+"""What a failed=skip run whose every request failed records (tests/helm_layer/test_metrics.py)."""
+
+
+def every_request_failed(run: Path) -> None:
+    """Rewrite a run as failed=skip records it when every request failed: no error, no score, no ordering stat."""
+    def failed_only(stats: list[dict]) -> list[dict]:
+        kept = [stat for stat in stats if stat["name"]["name"] in KEPT_WHEN_ALL_FAILED]
+        return [dict(stat, sum=stat["count"], mean=1.0, min=1.0, max=1.0)
+                if stat["name"]["name"] == "failed_request" else stat for stat in kept]
+
+    entries = json.loads((run / "per_instance_stats.json").read_text())
+    (run / "per_instance_stats.json").write_text(json.dumps([dict(e, stats=failed_only(e["stats"])) for e in entries]))
+    (run / "stats.json").write_text(json.dumps(failed_only(json.loads((run / "stats.json").read_text()))))
+
+
+def test_a_model_whose_every_request_failed_is_reported_as_such(copy_suite: Callable[..., SuiteCopy],
+                                                                tmp_path: Path) -> None:
+    """failed=skip and every request failed: the leaderboard has no value for it; the report says so in its row
+    and reports the other model (it used to stop for every model, asking for helm-summarize again)."""
+    suite = copy_suite(summarized=False, media="link")
+    for run in runs_of(suite.output, "baseline/uniform-random"):
+        every_request_failed(run)
+    process = subprocess.run(helm_summarize_command(SUITE), cwd=suite.workdir, env=helm_environment(),
+                             capture_output=True, text=True, timeout=TIMEOUT)
+    check_completed(process, "helm-summarize")
+    assert report(suite.output, tmp_path / "r") == 0
     text = (tmp_path / "r" / "report.md").read_text()
-    assert f"runs {newer.name} and {original.name} both cover" in text and f"the latest ({newer.name}) is used" in text
+    row = next(line for line in text.splitlines() if line.startswith("| Uniform random (baseline) |"))
+    assert "every request failed" in row, row
+    rows = {r["model_id"]: r for r in read_csv(tmp_path / "r" / "leaderboard.csv")}
+    assert rows["baseline/uniform-random"]["mean"] == "" and \
+        rows["baseline/uniform-random"]["failed_subsets"] == " ".join(SAMPLE_SUBSETS)
+    expected = {subset: constant_mae(rows_of(subset), 3) for subset in SAMPLE_SUBSETS}
+    assert [float(rows["baseline/constant-3"][s]) for s in SAMPLE_SUBSETS] == pytest.approx(
+        [expected[s] for s in SAMPLE_SUBSETS], abs=1e-6)
 
 
 def test_missing_suite_lists_the_available_ones(copy: Path, tmp_path: Path,
@@ -261,6 +341,36 @@ def test_matplotlib_missing(copy: Path, tmp_path: Path, capsys: pytest.CaptureFi
 def test_bad_options(copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
     assert report(copy, tmp_path / "r", *option) == 2
     assert option[0] in one_line_error(capsys)
+
+
+def all_subsets_run(copy: Path, parts: list[Path]) -> Path:
+    """A ``subset=all`` run of the model of ``parts`` holding their rows (same settings)."""
+    merged = copy / "runs" / SUITE / "roboreward:subset=all,data=sample,video=frames,model=baseline_constant-3"
+    merged.mkdir()
+    spec = json.loads((parts[0] / "run_spec.json").read_text())
+    spec["scenario_spec"]["args"]["subset"] = "all"
+    spec["name"] = merged.name
+    (merged / "run_spec.json").write_text(json.dumps(spec))
+
+    def concatenated(name: str) -> list[dict]:
+        return [item for part in parts for item in json.loads((part / name).read_text())]
+
+    for name in ("stats.json", "per_instance_stats.json"):
+        (merged / name).write_text(json.dumps(concatenated(name)))
+    states = [state for part in parts
+              for state in json.loads((part / "scenario_state.json").read_text())["request_states"]]
+    (merged / "scenario_state.json").write_text(json.dumps({"request_states": states}))
+    return merged
+
+
+def test_overlapping_runs_with_the_same_settings_use_the_latest(copy: Path, tmp_path: Path) -> None:
+    parts = runs_of(copy, "baseline/constant-3")
+    merged = all_subsets_run(copy, parts)
+    os.utime(merged / "stats.json", (parts[0].stat().st_mtime + 60,) * 2)
+    assert report(copy, tmp_path / "r") == 0
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert f"runs {merged.name} and {parts[0].name} both cover" in text
+    assert f"with the same settings; the latest ({merged.name}) is used" in text
 
 
 def test_a_run_over_all_subsets_contributes_each_subset(copy: Path, tmp_path: Path) -> None:
