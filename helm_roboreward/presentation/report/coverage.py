@@ -128,9 +128,9 @@ def check_leaderboard_coverage(suite: SuiteRows, suite_dir: str) -> list[str]:
     notes: list[str] = []
     for model in suite.models:
         tables: dict[str, list[str]] = defaultdict(list)
-        with_errors = {row.subset for row in model.rows if row.abs_error is not None}
+        all_failed = {row.subset for row in model.rows} - {row.subset for row in model.rows if not row.left_out}
         for subset, run in sorted(model.run_of_subset.items()):
-            if subset not in with_errors:  # every request failed (failed=skip): no value on either side
+            if subset in all_failed:  # every request failed (failed=skip): no value on either side
                 continue
             table = leaderboard.table_of_run.get(run)
             if table is not None:
