@@ -13,11 +13,15 @@ selected, its generator starts in the background at low priority right after col
 (tests/helpers/regeneration.py), so the generation fills the cores the rest of the suite leaves idle. Under
 pytest-xdist (``scripts/test`` runs two workers, ``--dist loadfile``) the test instead goes first and generates in
 its worker while the other worker runs the rest.
+
+And one reporting hook for ``scripts/test``: the tests skipped for want of a system component (a browser, Slurm,
+FFmpeg's shared libraries), counted per component, go to the file ``$ROBOREWARD_SKIP_SUMMARY`` names.
 """
 
 import importlib.util
 import os
 import pickle
+import re
 from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
@@ -52,6 +56,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     regeneration.stop_background()
+
+
+SYSTEM_COMPONENTS = {
+    "a browser (chromium, chromedriver)": re.compile(r"chrom", re.IGNORECASE),
+    "Slurm": re.compile(r"slurm", re.IGNORECASE),
+    "FFmpeg's shared libraries (torchcodec)": re.compile(r"ffmpeg|torchcodec", re.IGNORECASE),
+}
+"""What a skip reason names when a system package would let the test run (the packages .ci/run installs)."""
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    target = os.environ.get("ROBOREWARD_SKIP_SUMMARY")
+    if not target or hasattr(config, "workerinput"):  # asked for by scripts/test; the controller sees every report
+        return
+    skipped: dict[str, list[str]] = {}
+    others = 0
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+        component = next((name for name, pattern in SYSTEM_COMPONENTS.items() if pattern.search(reason)), None)
+        if component is None:
+            others += 1
+        else:
+            skipped.setdefault(component, []).append(reason.removeprefix("Skipped: ").splitlines()[0])
+    lines = [f"  {component}: {len(reasons)} skipped ({reasons[0]})" for component, reasons in skipped.items()]
+    if lines and others:
+        lines.append(f"  and {others} skipped for other reasons (pytest -rs says why)")
+    Path(target).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from transformers.utils import is_torchcodec_usable
 
 from helm_roboreward.core.score_probabilities import expected_score, score_distribution
 from helm_roboreward.helm_layer.clients.openai_video_client import SCORE_TOKEN_LOGPROBS
@@ -38,11 +37,6 @@ from tests.helpers.harness import (
     transformers_local_path,
 )
 from tests.helpers.sample import sample_rows
-
-pytestmark = pytest.mark.skipif(
-    not is_torchcodec_usable("video"),
-    reason="torchcodec cannot decode video here: pip install torchcodec and FFmpeg's shared libraries",
-)
 
 DEPLOYMENT = "transformers/tiny-qwen3-vl-digits"
 SUITE = "expected"

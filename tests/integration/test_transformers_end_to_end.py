@@ -2,7 +2,8 @@
 
 The official in-process path end to end: a ``--local-path`` whose deployment points the client at the tiny
 random-weight checkpoint (tests/helpers/tiny_qwen3vl.py, built once per session), every mp4 routed natively
-(``video=auto``), the real transformers processor and ``generate`` on CPU. The client itself is tested in
+(``video=auto``), the real transformers processor and ``generate`` on CPU (the video decoded by torchcodec where
+it loads, else by PyAV; the provenance says which). The client itself is tested in
 tests/helm_layer/clients/test_transformers_client.py.
 """
 
@@ -13,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from transformers.utils import is_torchcodec_usable
 
+from helm_roboreward.helm_layer.clients.transformers_client import PYAV, TORCHCODEC, torchcodec_usable
 from tests.helpers.harness import (
     TRANSFORMERS_ENVIRONMENT,
     check_completed,
@@ -25,12 +26,6 @@ from tests.helpers.harness import (
     transformers_local_path,
 )
 from tests.helpers.sample import sample_rows
-
-pytestmark = pytest.mark.skipif(
-    not is_torchcodec_usable("video"),
-    reason="torchcodec cannot decode video here: pip install torchcodec and FFmpeg's shared libraries "
-           "(apt-get install ffmpeg)",
-)
 
 DEPLOYMENT = "transformers/tiny-qwen3-vl"
 
@@ -67,6 +62,7 @@ def test_helm_run_end_to_end_with_the_tiny_checkpoint(end_to_end: EndToEnd) -> N
         assert state["result"]["success"] is True, state["result"].get("error")
         (completion,) = state["result"]["completions"]
         assert completion["finish_reason"]["video_frames"] > 0
+        assert completion["finish_reason"]["video_decoder"] == (TORCHCODEC if torchcodec_usable() else PYAV)
         assert state["request"]["multimodal_prompt"]["media_objects"][1]["content_type"] == "video/mp4"
         answers.append(completion["text"])
     per_instance = read_json(end_to_end.run_dir / "per_instance_stats.json")

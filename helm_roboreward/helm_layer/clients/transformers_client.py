@@ -14,6 +14,8 @@ The official leaderboard ran Qwen3-VL 4B/8B/30B-A3B and RoboReward 4B/8B inside 
 - ``processor.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
   return_dict=True, return_tensors="pt")``: the checkpoint's own video processor decodes the mp4
   (with torchcodec) and chooses the frames (transformers' Qwen3-VL defaults: 2 fps, 4..768 frames);
+  where torchcodec cannot load (no FFmpeg shared libraries) the client decodes with PyAV instead (see
+  "Video decoder" below);
 - ``model.generate(**inputs, max_new_tokens=request.max_tokens)`` and nothing else under
   ``decoding="checkpoint"`` (the default), so the checkpoint's generation config applies (Qwen3-VL
   samples: it does not honour the request's temperature 0, as in the official run); the prompt
@@ -28,11 +30,12 @@ Differences from the official client, all deliberate:
 - ``decoding="greedy"`` (an option, not official): ``do_sample=False`` with temperature, top_p and
   top_k unset.
 - Errors are non-fatal: an exception while preprocessing or generating (CUDA out of memory, a
-  video torchcodec cannot decode, a ``ValueError`` from the processor) returns a failed result with
+  video that does not decode, a ``ValueError`` from the processor) returns a failed result with
   ``ErrorFlags(is_retriable=False, is_fatal=False)``; HELM's executor records an empty completion
   and the run goes on (the metric counts it in ``failed_request``). In the official client such an
   exception stopped the run. Problems that make every request fail (no checkpoint, another model
-  type, torchcodec missing) raise at construction or at the first load, and are never retried.
+  type, ``video_decoder="torchcodec"`` where it cannot load) raise at construction or at the first load, and
+  are never retried.
 - dtype: ``auto`` is bfloat16 on CUDA (official) and float32 on CPU; ``device_map`` (official
   ``"auto"``) is used only with CUDA.
 - Attention: transformers' default unless ``attn_implementation`` is set; the official client used
@@ -41,10 +44,36 @@ Differences from the official client, all deliberate:
   (``cap_pixels_per_frame``) and announces a new default; the official generation of transformers
   (4.57) had no cap, so the client passes ``cap_pixels_per_frame=False`` when the checkpoint leaves it
   unset (never under 4.57, whose processor has no such option).
-- The cache key holds the SHA-256 of each media file, never its path (see :meth:`cache_key`).
+- The cache key holds the SHA-256 of each media file, never its path, and what else decides the answer
+  (see :meth:`cache_key`).
 
-Log-probabilities (``top_logprobs`` > 0; an option, 0 by default, which changes nothing of the above and adds
-nothing to the cache key): ``generate`` also gets ``return_dict_in_generate=True, output_logits=True``, i.e.
+Video decoder (``video_decoder``): ``auto`` (default) is torchcodec wherever it loads, which is the official
+route above, and PyAV (the package's own decoder, a wheel that bundles FFmpeg) where it cannot; ``torchcodec`` or
+``pyav`` force one (``torchcodec`` fails at construction where it cannot load). The PyAV route gives the processor
+what the path route gives it, so the same frames reach the model:
+
+- the metadata is counted as torchcodec's ``seek_mode="exact"`` (what transformers' path route uses) counts it:
+  one demux pass, no decoding; ``total_num_frames`` is the number of video packets not flagged discard (never
+  the header's count, which can be one more than decodes), ``fps`` that count over the span from the first
+  presentation time to the end of the last packet (the header's average rate only when that span is 0);
+- the checkpoint's video processor picks the indices from that metadata with its own ``sample_frames`` and the
+  arguments its preprocessing passes (``fps``, ``num_frames``; 2 fps, 4..768 frames for Qwen3-VL); all frames
+  when its ``do_sample_frames`` is off;
+- only those frames are decoded (:func:`helm_roboreward.media.decoding.decode_frames`: forward, seeking only
+  to a later keyframe), converted to RGB by swscale (as torchcodec does for these videos) and rotated as the
+  file asks (torchcodec applies the rotation too); a wanted frame that does not decode fails the request
+  (torchcodec fails it too);
+- the processor gets ``videos=[frames]`` with ``video_metadata`` (``frames_indices`` set) and
+  ``do_sample_frames=False``, so the frame timestamps in the prompt come from the same indices and fps.
+
+Checked on the sample videos and a 401-frame 512x288 h264 clip: identical ``pixel_values_videos``,
+``video_grid_thw`` and prompt tokens from both routes (tests/helm_layer/clients/test_transformers_decoders.py).
+Memory: only the kept frames are held (a 401-frame 512x288 clip at 15 fps keeps 53 frames, 23 MB as uint8; all
+401 would be 177 MB), as in the torchcodec route. ``finish_reason["video_decoder"]`` and
+``["video_decoder_version"]`` record which ran.
+
+Log-probabilities (``top_logprobs`` > 0; an option, 0 by default, which changes nothing of the above; its value
+is part of the cache key): ``generate`` also gets ``return_dict_in_generate=True, output_logits=True``, i.e.
 the RAW logits of every step (transformers 5.x ``GenerateDecoderOnlyOutput.logits``, taken before any logits
 processor: not the ``scores`` after the checkpoint's temperature, top-k/top-p or biases), so the recorded
 values are the model's own distribution whichever decoding picked the token; sampling draws the same tokens
@@ -66,8 +95,8 @@ whole wrapper. ``finish_reason["nested_video_wrapper"]`` says which layout a run
 ``transformers==4.57.*`` for the official token layout; this client runs on both.
 
 Every completion's ``finish_reason`` records ``reason``, ``prompt_tokens``, ``completion_tokens`` and
-the provenance of the answer: versions of transformers, torch and torchcodec, the frames the
-processor kept, the video tokens, the decoding mode and seed (and, with ``top_logprobs``,
+the provenance of the answer: versions of transformers and torch, the video decoder that ran and its
+version, the frames the processor kept, the video tokens, the decoding mode and seed (and, with ``top_logprobs``,
 ``score_token_logprobs``). A ``<think>`` block (Qwen3 thinking
 checkpoints) goes to ``GeneratedOutput.thinking`` (:func:`split_reasoning`).
 """
@@ -119,12 +148,17 @@ CHAT_TEMPLATE_FALLBACK = "Qwen/Qwen3-VL-4B-Instruct"
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
-INSTALL_HINT = (
-    'pip install "helm-roboreward[transformers]" (transformers, torchcodec, accelerate) and FFmpeg\'s shared '
-    "libraries (Debian/Ubuntu: apt-get install ffmpeg)"
-)
+AUTO = "auto"
+TORCHCODEC = "torchcodec"
+PYAV = "pyav"
+VIDEO_DECODERS = (AUTO, TORCHCODEC, PYAV)
+"""``video_decoder`` values: ``auto`` is torchcodec (official) where it loads, else PyAV (module docstring)."""
 
-_CONFIG_FILES = ("config.json", "generation_config.json")
+INSTALL_HINT = 'pip install "helm-roboreward[transformers]" (transformers, torchcodec, accelerate)'
+FFMPEG_HINT = "FFmpeg's shared libraries, which torchcodec loads (Debian/Ubuntu: apt-get install ffmpeg)"
+
+DIGESTED_FILE_BYTES = 64 * 1024 * 1024
+"""Files of a local checkpoint up to this size enter the cache key by SHA-256, larger ones by size and mtime."""
 _DIGIT = re.compile(r"\d")
 _DECODE = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
 """How the answer, each of its tokens and each alternative are decoded (as in the official client)."""
@@ -163,24 +197,43 @@ def load_counts() -> dict[str, int]:
         return dict(_LOAD_COUNTS)
 
 
+def torchcodec_usable() -> bool:
+    """Whether torchcodec is installed and loads FFmpeg, i.e. transformers' processor can decode a video path."""
+    try:
+        from transformers.utils import is_torchcodec_usable
+    except ImportError:  # transformers < 5 (e.g. 4.57, the official run's generation): import it to find out
+        return _torchcodec_imports()
+    return bool(is_torchcodec_usable("video"))
+
+
 def require_torchcodec() -> str:
     """The torchcodec version, after checking that it loads with FFmpeg and can decode video.
 
     Raises:
-        TransformersClientError: transformers' Qwen3-VL processor could not decode any mp4.
+        TransformersClientError: torchcodec is not installed or cannot load FFmpeg.
     """
-    try:
-        from transformers.utils import is_torchcodec_usable
-    except ImportError:  # transformers < 5 (e.g. 4.57, the official run's generation): import it to find out
-        usable = _torchcodec_imports()
-    else:
-        usable = is_torchcodec_usable("video")
-    if not usable:
+    if not torchcodec_usable():
         raise TransformersClientError(
-            "TransformersQwen3VLClient: transformers decodes video with torchcodec, which is not installed or cannot "
-            f"load FFmpeg. Install: {INSTALL_HINT}."
+            "TransformersQwen3VLClient: video_decoder='torchcodec', but torchcodec is not installed or cannot load "
+            f"FFmpeg. Install: {INSTALL_HINT} and {FFMPEG_HINT}; or use video_decoder='auto' (PyAV where "
+            "torchcodec cannot load)."
         )
     return importlib.metadata.version("torchcodec")
+
+
+def choose_video_decoder(video_decoder: str) -> tuple[str, str]:
+    """The decoder that will run for ``video_decoder`` (``auto``: torchcodec where it loads) and its version.
+
+    Raises:
+        ValueError: ``video_decoder`` is not one of :data:`VIDEO_DECODERS`.
+        TransformersClientError: ``torchcodec`` was asked for and cannot load.
+    """
+    if video_decoder not in VIDEO_DECODERS:
+        raise ValueError(f"TransformersQwen3VLClient: video_decoder must be one of {VIDEO_DECODERS}, got "
+                         f"{video_decoder!r}")
+    if video_decoder == TORCHCODEC or (video_decoder == AUTO and torchcodec_usable()):
+        return TORCHCODEC, require_torchcodec()
+    return PYAV, importlib.metadata.version("av")
 
 
 def _torchcodec_imports() -> bool:
@@ -192,9 +245,133 @@ def _torchcodec_imports() -> bool:
     return getattr(torchcodec, "ffmpeg_major_version", 0) is not None
 
 
-def _file_digest(folder: str, name: str) -> str | None:
-    path = os.path.join(folder, name)
-    return file_digest(path) if os.path.isfile(path) else None
+def checkpoint_fingerprint(folder: str) -> dict[str, Any]:
+    """What the cache key holds of a local checkpoint folder, so that changed files never get old answers.
+
+    Every file under ``folder`` by relative path (names starting with a dot, such as ``.cache`` or ``.git``,
+    skipped): the SHA-256 of files up to :data:`DIGESTED_FILE_BYTES` (configs, tokenizer, chat template, a small
+    model's weights), ``[size, mtime_ns]`` of larger ones (weight shards: hashing gigabytes per client would take
+    minutes). A copy that does not keep modification times therefore misses the cache; it never hits wrongly.
+    """
+    files: dict[str, Any] = {}
+    for root, folders, names in os.walk(folder):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in sorted(name for name in names if not name.startswith(".")):
+            path = os.path.join(root, name)
+            try:
+                status = os.stat(path)
+                files[os.path.relpath(path, folder)] = file_digest(path) if status.st_size <= DIGESTED_FILE_BYTES \
+                    else [status.st_size, status.st_mtime_ns]
+            except OSError as error:  # a broken link: recorded, the load will say what is wrong
+                files[os.path.relpath(path, folder)] = f"unreadable: {error.strerror}"
+    return files
+
+
+def pyav_video(path: str, video_processor: Any) -> tuple[Any, Any]:
+    """The frames ``video_processor`` keeps from the video at ``path``, decoded with PyAV, and their metadata.
+
+    What transformers' path route with torchcodec gives the processor (module docstring, "Video decoder"): the
+    returned ``VideoMetadata`` has ``frames_indices`` set, for ``do_sample_frames=False``.
+
+    Raises:
+        ValueError: The file is not a video, has no video frames, or a kept frame does not decode.
+    """
+    import av
+    import numpy as np
+    from av.video.reformatter import VideoReformatter
+    from transformers.video_utils import VideoMetadata
+
+    from helm_roboreward.media.decoding import decode_frames
+
+    try:
+        probe, duration = scan_like_torchcodec(path)
+        metadata = VideoMetadata(total_num_frames=probe.num_frames, fps=probe.native_fps or None, width=probe.width,
+                                 height=probe.height, duration=duration, video_backend=PYAV)
+        if getattr(video_processor, "do_sample_frames", False):  # the arguments its preprocessing passes
+            chosen = video_processor.sample_frames(metadata, num_frames=getattr(video_processor, "num_frames", None),
+                                                   fps=getattr(video_processor, "fps", None))
+            indices = [int(index) for index in chosen]
+        else:
+            indices = list(range(probe.num_frames))
+        reformatter = VideoReformatter()  # one per video: a swscale context is not shared between threads
+        frames = {index: _rgb(frame, reformatter) for index, frame in decode_frames(path, indices, probe)}
+    except av.FFmpegError as error:
+        raise ValueError(f"{path}: PyAV cannot read it as a video ({error})") from None
+    missing = sorted(set(indices) - set(frames))
+    if missing:
+        raise ValueError(f"{path}: frame {missing[0]} of the {probe.num_frames} frames its packets announce does not "
+                         f"decode ({len(missing)} kept frames missing; torchcodec fails on such a file too)")
+    video = np.stack([frames[index] for index in indices])
+    metadata.frames_indices = indices
+    metadata.height, metadata.width = int(video.shape[1]), int(video.shape[2])  # after rotation, as torchcodec's
+    return video, metadata
+
+
+def scan_like_torchcodec(path: str) -> tuple[Any, float | None]:
+    """One demux pass (no decoding) counting as torchcodec's exact seek mode does: the probe and the duration (s).
+
+    ``probe.num_frames``, ``probe.native_fps`` and the duration equal torchcodec's ``num_frames``, ``average_fps``
+    and ``duration_seconds`` bit for bit (the frame timestamps in the prompt are rounded from them).
+
+    Raises:
+        ValueError: No video stream, or no frames in it.
+        av.FFmpegError: The file cannot be read as a container.
+    """
+    import av
+
+    from helm_roboreward.media.decoding import VideoProbe
+
+    with av.open(path) as container:
+        if not container.streams.video:
+            raise ValueError(f"{path}: no video stream")
+        stream = container.streams.video[0]
+        entries: list[tuple[int, bool]] = []
+        begin, end = None, None
+        for packet in container.demux(stream):
+            if packet.size == 0 or packet.is_discard:  # PyAV's flush packet; packets an edit list cuts away
+                continue
+            stamp = packet.pts if packet.pts is not None else packet.dts
+            stamp = len(entries) if stamp is None else stamp
+            entries.append((stamp, bool(packet.is_keyframe)))
+            begin = stamp if begin is None else min(begin, stamp)
+            end = stamp + (packet.duration or 0) if end is None else max(end, stamp + (packet.duration or 0))
+        if not entries or begin is None or end is None:
+            raise ValueError(f"{path}: the video stream has no frames")
+        header_fps = float(stream.average_rate) if stream.average_rate else 0.0
+        duration = None
+        if stream.time_base:  # in torchcodec's doubles, bit for bit: seconds = pts * num / den, fps = n / duration
+            num, den = stream.time_base.numerator, stream.time_base.denominator
+            duration = float(end) * num / den - float(begin) * num / den
+        entries.sort(key=lambda entry: entry[0])
+        probe = VideoProbe(
+            num_frames=len(entries), native_fps=len(entries) / duration if duration else header_fps,
+            width=stream.codec_context.width, height=stream.codec_context.height, codec=stream.codec_context.name,
+            keyframes=tuple(index for index, (_, key) in enumerate(entries) if key) or (0,),
+            timestamps=tuple(stamp for stamp, _ in entries))
+        return probe, duration
+
+
+def _rgb(frame: Any, reformatter: Any) -> Any:
+    """One frame as an RGB ``uint8`` array (height, width, 3), turned upright as its display matrix asks."""
+    import numpy as np
+
+    rgb = reformatter.reformat(frame, format="rgb24").to_ndarray()
+    quarter_turns = round((getattr(frame, "rotation", 0) or 0) / 90) % 4  # counter-clockwise, as media.decoding
+    return np.ascontiguousarray(np.rot90(rgb, quarter_turns)) if quarter_turns else rgb
+
+
+def decode_videos_with_pyav(messages: list[dict[str, Any]], video_processor: Any) -> tuple[list[dict[str, Any]],
+                                                                                           list[Any]]:
+    """The messages with each video path replaced by its kept frames (:func:`pyav_video`), and their metadata."""
+    content: list[dict[str, Any]] = []
+    metadata: list[Any] = []
+    for part in messages[0]["content"]:
+        if part["type"] == "video":
+            frames, video_metadata = pyav_video(part["video"], video_processor)
+            part = {"type": "video", "video": frames}
+            metadata.append(video_metadata)
+        content.append(part)
+    return [{**messages[0], "content": content}], metadata
 
 
 def _media_sha256(part: dict[str, Any]) -> str:
@@ -219,6 +396,7 @@ class TransformersQwen3VLClient(CachingClient):
         attn_implementation: str | None = None,
         seed: int = 0,
         top_logprobs: int = 0,
+        video_decoder: str = AUTO,
     ) -> None:
         """Check the checkpoint's config and the video decoder; the weights load at the first uncached request.
 
@@ -235,11 +413,13 @@ class TransformersQwen3VLClient(CachingClient):
             top_logprobs: 0 (default): no log-probabilities. N > 0: record the top N alternatives of the
                 answer's digit tokens from the raw logits in ``finish_reason["score_token_logprobs"]`` (see the
                 module docstring); part of the cache key.
+            video_decoder: ``auto`` (torchcodec where it loads, else PyAV), ``torchcodec`` or ``pyav`` (module
+                docstring, "Video decoder"); the one that ran is part of the cache key of video requests.
 
         Raises:
             ValueError: An argument is not one of its allowed values.
-            TransformersClientError: The checkpoint cannot be read, is not a Qwen3-VL model, or torchcodec
-                cannot decode video.
+            TransformersClientError: The checkpoint cannot be read or is not a Qwen3-VL model, or
+                ``video_decoder="torchcodec"`` cannot load.
         """
         super().__init__(cache_config=cache_config)
         if decoding not in DECODING_MODES:
@@ -251,7 +431,7 @@ class TransformersQwen3VLClient(CachingClient):
                              f"log-probabilities), got {top_logprobs!r}")
         import torch
 
-        self.torchcodec_version = require_torchcodec()
+        self.video_decoder, self.video_decoder_version = choose_video_decoder(video_decoder)
         self.checkpoint = os.path.abspath(os.path.expanduser(checkpoint)) if _looks_local(checkpoint) else checkpoint
         self.local = _looks_local(checkpoint)
         self.revision = revision
@@ -270,8 +450,13 @@ class TransformersQwen3VLClient(CachingClient):
         config = self._read_config()
         self.model_type = str(config.model_type)
         self.commit = getattr(config, "_commit_hash", None)
-        self.registry_key = json.dumps([self.checkpoint, revision, self.dtype, self.device_map, attn_implementation])
-        """The registry entry this client shares with every client of the same checkpoint and load settings."""
+        self.checkpoint_files = checkpoint_fingerprint(self.checkpoint) if self.local else None
+        """A local checkpoint's files as the cache key holds them (:func:`checkpoint_fingerprint`)."""
+        files = hashlib.sha256(json.dumps(self.checkpoint_files, sort_keys=True).encode()).hexdigest()
+        self.registry_key = json.dumps([self.checkpoint, revision, self.commit, files, self.dtype, self.device_map,
+                                        attn_implementation])
+        """The registry entry this client shares with every client of the same checkpoint (the same files: weights
+        replaced in the folder load anew) and load settings."""
 
     def _read_config(self) -> Any:
         from transformers import AutoConfig
@@ -371,24 +556,32 @@ class TransformersQwen3VLClient(CachingClient):
         return [{"role": "user", "content": content}]
 
     def cache_key(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """HELM's cache key: the checkpoint's identity, decoding settings, prompt text and media SHA-256s.
+        """HELM's cache key: everything that decides the answer.
 
-        A local folder is identified by its absolute path and the digests of its config.json and
-        generation_config.json; media by the SHA-256 of their bytes, never by path (media folders differ
-        between machines, and changed bytes must not be served from the cache).
+        - the model: a hub id with its revision and the commit the config resolved to (a moving ``main``
+          changes it), or a local folder's absolute path and :func:`checkpoint_fingerprint` (configs,
+          tokenizer and small files by SHA-256, weight shards by size and modification time);
+        - ``dtype``, ``attn_implementation``, ``decoding``, ``seed``, ``top_logprobs``, the token budget and
+          the number of completions; for a request with a video, the video decoder that runs;
+        - the prompt text and each media file's SHA-256, never its path (media folders differ between
+          machines, and changed bytes must not be served from the cache).
+
+        Keys written before this layout (which identified a local folder by its config.json and
+        generation_config.json only, and left ``top_logprobs`` out when 0) are never matched: those requests
+        simply run again.
         """
         if self.local:
-            checkpoint: dict[str, Any] = {"path": self.checkpoint,
-                                          **{name: _file_digest(self.checkpoint, name) for name in _CONFIG_FILES}}
+            checkpoint: dict[str, Any] = {"path": self.checkpoint, "files": self.checkpoint_files}
         else:
-            checkpoint = {"id": self.checkpoint, "revision": self.revision}
+            checkpoint = {"id": self.checkpoint, "revision": self.revision, "commit": self.commit}
         content = [part if part["type"] == "text" else {"type": part["type"], "sha256": _media_sha256(part)}
                    for part in messages[0]["content"]]
         raw = {"client": "transformers_qwen3_vl", "checkpoint": checkpoint, "dtype": self.dtype,
-               "decoding": self.decoding, "seed": self.seed, "max_new_tokens": request.max_tokens,
+               "attn_implementation": self.attn_implementation, "decoding": self.decoding, "seed": self.seed,
+               "top_logprobs": self.top_logprobs, "max_new_tokens": request.max_tokens,
                "num_completions": request.num_completions, "content": content}
-        if self.top_logprobs:  # absent when off, so the keys of runs without log-probabilities do not change
-            raw["top_logprobs"] = self.top_logprobs
+        if any(part["type"] == "video" for part in content):
+            raw["video_decoder"] = self.video_decoder
         return dict(CachingClient.make_cache_key(raw, request))
 
     def make_request(self, request: Request) -> RequestResult:
@@ -426,16 +619,31 @@ class TransformersQwen3VLClient(CachingClient):
         digest = hashlib.sha256(f"{self.seed}:{content_digest}:{index}".encode()).digest()
         return int.from_bytes(digest[:8], "big") >> 1
 
-    def _generate(self, messages: list[dict[str, Any]], request: Request, content_digest: str) -> dict[str, Any]:
+    def processor_inputs(self, messages: list[dict[str, Any]]) -> tuple[Any, dict[str, Any]]:
+        """What ``generate`` gets for ``messages`` (on the CPU), and the processor options the provenance records.
+
+        The checkpoint's processor decodes each video path with torchcodec, or gets the frames PyAV decoded
+        (:func:`decode_videos_with_pyav`, outside the model's lock, while another request generates).
+        """
         loaded = self.load()
         has_video = any(part["type"] == "video" for part in messages[0]["content"])
         processor_kwargs = {"cap_pixels_per_frame": loaded.cap_pixels_per_frame} \
             if has_video and loaded.cap_pixels_per_frame is not None else {}
+        call_kwargs: dict[str, Any] = dict(processor_kwargs)  # a copy: transformers edits it
+        if has_video and self.video_decoder == PYAV:
+            messages, metadata = decode_videos_with_pyav(messages, loaded.processor.video_processor)
+            call_kwargs.update(video_metadata=metadata, do_sample_frames=False)
         with loaded.lock:
             inputs = loaded.processor.apply_chat_template(
                 messages, tokenize=True, add_generation_prompt=True, return_dict=True, return_tensors="pt",
-                **({"processor_kwargs": dict(processor_kwargs)} if processor_kwargs else {}),  # transformers edits it
-            ).to(loaded.device)
+                **({"processor_kwargs": call_kwargs} if call_kwargs else {}))
+        return inputs, processor_kwargs
+
+    def _generate(self, messages: list[dict[str, Any]], request: Request, content_digest: str) -> dict[str, Any]:
+        inputs, processor_kwargs = self.processor_inputs(messages)
+        loaded = self.load()
+        with loaded.lock:
+            inputs = inputs.to(loaded.device)
             completions = [self._generate_one(loaded, inputs, request.max_tokens, self.request_seed(content_digest, i))
                            for i in range(max(request.num_completions, 1))]
         return {"prompt_tokens": int(inputs["input_ids"].shape[1]), "completions": completions,
@@ -526,7 +734,9 @@ class TransformersQwen3VLClient(CachingClient):
             "model_class": loaded.model_class, "dtype": self.dtype, "device": str(loaded.device),
             "attn_implementation": getattr(config, "_attn_implementation", None), "decoding": self.decoding,
             "transformers_version": importlib.metadata.version("transformers"),
-            "torch_version": torch.__version__, "torchcodec_version": self.torchcodec_version,
+            "torch_version": torch.__version__,
+            "video_decoder": self.video_decoder if grids else None,
+            "video_decoder_version": self.video_decoder_version if grids else None,
             "video_frames": frame_groups * temporal_patch, "video_grid_thw": grids,
             "video_tokens": ids.count(config.video_token_id), "image_tokens": ids.count(config.image_token_id),
             "images": images,
@@ -574,4 +784,6 @@ def _failure(message: str) -> RequestResult:
 
 
 __all__: list[str] = ["TransformersQwen3VLClient", "TransformersClientError", "LoadedModel", "load_counts",
-                      "completion_from", "require_torchcodec", "CHECKPOINT", "GREEDY"]
+                      "completion_from", "require_torchcodec", "torchcodec_usable", "choose_video_decoder",
+                      "checkpoint_fingerprint", "pyav_video", "scan_like_torchcodec", "CHECKPOINT", "GREEDY", "AUTO",
+                      "TORCHCODEC", "PYAV"]

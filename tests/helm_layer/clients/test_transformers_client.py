@@ -1,16 +1,18 @@
 """TransformersQwen3VLClient with the real transformers code on CPU and a tiny random-weight Qwen3-VL.
 
 The checkpoint is built once per session by tests/helpers/tiny_qwen3vl.py (dense, and a MoE twin); nothing of
-transformers is mocked: the Qwen3-VL processor decodes the real sample mp4s with torchcodec, picks the
-frames itself and the real model classes generate. Checked: the answer and its provenance, the
+transformers is mocked: the real sample mp4s are decoded by the client's video decoder (torchcodec inside the
+Qwen3-VL processor where it loads; PyAV where it cannot, the processor still choosing the frames), and the real
+model classes generate. Checked: the answer and its provenance, the
 one-message layout, sampling with the checkpoint's generation config (seeded, so reproducible) and
 greedy decoding against ``model.generate`` run here, one load shared by threads and client instances,
 HELM's cache keyed by media bytes, the MoE class and failures (a real ``helm-run`` end to end:
-tests/integration/test_transformers_end_to_end.py).
-Skipped only when torchcodec cannot decode video (install torchcodec and FFmpeg's shared libraries).
+tests/integration/test_transformers_end_to_end.py). Nothing here needs FFmpeg's system libraries; that the two
+decoders give the model the same inputs is tests/helm_layer/clients/test_transformers_decoders.py.
 """
 
 import json
+import os
 import re
 import shutil
 import time
@@ -28,26 +30,22 @@ from helm.common.media_object import MediaObject, MultimediaObject
 from helm.common.request import Request, RequestResult
 from helm.proxy.retry import NonRetriableException
 from PIL import Image
-from transformers.utils import is_torchcodec_usable
 
 from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.helm_layer.clients.transformers_client import (
+    PYAV,
+    TORCHCODEC,
     TransformersClientError,
     TransformersQwen3VLClient,
     completion_from,
     load_counts,
+    torchcodec_usable,
 )
 from tests.helpers.harness import (
     SAMPLE,
 )
 from tests.helpers.sample import rows_of
 from tests.helpers.tiny_qwen3vl import ANSWER_LENGTH
-
-pytestmark = pytest.mark.skipif(
-    not is_torchcodec_usable("video"),
-    reason="torchcodec cannot decode video here: pip install torchcodec and FFmpeg's shared libraries "
-           "(apt-get install ffmpeg)",
-)
 
 SUBSET = "sim_panda"
 VIDEO = SAMPLE / rows_of(SUBSET)[0]["file_name"]
@@ -99,11 +97,10 @@ def answer(result: RequestResult) -> str:
 
 
 def processor_inputs(client: TransformersQwen3VLClient, request: Request) -> Any:
-    """What the client feeds generate, prepared here with the loaded processor and the client's messages."""
-    loaded = client.load()
-    return loaded.processor.apply_chat_template(
-        client.build_messages(request), tokenize=True, add_generation_prompt=True, return_dict=True,
-        return_tensors="pt", processor_kwargs={"cap_pixels_per_frame": False})
+    """What the client feeds generate for ``request`` (its messages through its processor and video decoder)."""
+    inputs, processor_kwargs = client.processor_inputs(client.build_messages(request))
+    assert processor_kwargs == {"cap_pixels_per_frame": False}
+    return inputs
 
 
 def decode_new(client: TransformersQwen3VLClient, output: torch.Tensor, prompt_length: int) -> str:
@@ -141,7 +138,9 @@ def test_answers_a_sample_video_with_its_provenance(tiny: Path) -> None:
     assert finish["completion_tokens"] == ANSWER_LENGTH + 1 and finish["reason"] == "stop"
     assert 0 < len(text) <= ANSWER_LENGTH
     assert finish["transformers_version"] == transformers.__version__
-    assert finish["torchcodec_version"].split("+")[0] == __import__("torchcodec").__version__.split("+")[0]
+    decoder, module = (TORCHCODEC, "torchcodec") if torchcodec_usable() else (PYAV, "av")
+    assert finish["video_decoder"] == decoder
+    assert finish["video_decoder_version"].split("+")[0] == __import__(module).__version__.split("+")[0]
     assert finish["torch_version"] == torch.__version__
     assert finish["decoding"] == "checkpoint" and isinstance(finish["seed"], int)
     assert finish["model_class"] == "Qwen3VLForConditionalGeneration"
@@ -269,16 +268,72 @@ def test_cache_key_follows_the_local_checkpoint(tiny: Path, tmp_path: Path) -> N
     other = tmp_path / "other-checkpoint"
     shutil.copytree(tiny, other)
     request = video_request()
-    key = make_client(tiny).cache_key(request, make_client(tiny).build_messages(request))
+    client = make_client(tiny)
+    key = client.cache_key(request, client.build_messages(request))
+    files = key["checkpoint"]["files"]
+    assert {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"} <= set(files)
+    assert key["video_decoder"] == client.video_decoder and key["top_logprobs"] == 0
     copied = make_client(other)
-    assert copied.cache_key(request, copied.build_messages(request))["checkpoint"]["path"] == str(other)
+    copied_key = copied.cache_key(request, copied.build_messages(request))["checkpoint"]
+    assert copied_key == {"path": str(other), "files": files}
     config = json.loads((other / "generation_config.json").read_text())
     (other / "generation_config.json").write_text(json.dumps({**config, "temperature": 1.0}))
-    changed = make_client(other).cache_key(request, copied.build_messages(request))["checkpoint"]
-    assert changed["generation_config.json"] != key["checkpoint"]["generation_config.json"]
-    assert changed["config.json"] == key["checkpoint"]["config.json"]
-    greedy = make_client(tiny, decoding="greedy")
-    assert greedy.cache_key(request, greedy.build_messages(request)) != key
+    changed = make_client(other).cache_key(request, copied.build_messages(request))["checkpoint"]["files"]
+    assert changed["generation_config.json"] != files["generation_config.json"]
+    assert changed["config.json"] == files["config.json"]
+    for options in ({"decoding": "greedy"}, {"seed": 1}, {"top_logprobs": 5}, {"dtype": "float16"},
+                    {"attn_implementation": "eager"}):
+        variant = make_client(tiny, **options)
+        assert variant.cache_key(request, variant.build_messages(request)) != key, options
+    text_only = media_request([text_part()])
+    assert "video_decoder" not in client.cache_key(text_only, client.build_messages(text_only))
+
+
+def retrain(folder: Path, seed: int) -> None:
+    """Other weights in ``folder``, same config: every float tensor of model.safetensors moved by random noise."""
+    from safetensors.torch import load_file, save_file
+
+    weights = folder / "model.safetensors"
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {name: tensor + 0.5 * torch.randn(tensor.shape, generator=generator) if tensor.is_floating_point()
+               else tensor for name, tensor in load_file(weights).items()}
+    save_file(tensors, weights, metadata={"format": "pt"})
+
+
+def test_deployments_of_different_local_checkpoints_never_share_an_answer(tiny: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(tiny, first)
+    shutil.copytree(tiny, second)
+    retrain(second, seed=1)  # the same config.json and generation_config.json, other weights
+    cache = SqliteCacheConfig(str(tmp_path / "cache.sqlite"))
+    request = video_request()
+    answers = [make_client(folder, cache_config=cache).make_request(request) for folder in (first, second)]
+    assert [result.cached for result in answers] == [False, False]
+    assert make_client(second, cache_config=cache).make_request(request).cached is True
+    before = make_client(first)
+    retrain(first, seed=2)  # weights replaced in place, as a training job writing to one folder does
+    after = make_client(first, cache_config=cache)
+    assert after.registry_key != before.registry_key  # the new weights are loaded, not the old model reused
+    replaced = after.make_request(request)
+    assert replaced.success and replaced.cached is False
+    assert make_client(first, cache_config=cache).make_request(request).cached is True
+
+
+def test_weight_shards_enter_the_key_by_size_and_modification_time(tiny: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from helm_roboreward.helm_layer.clients import transformers_client
+
+    folder = tmp_path / "sharded"
+    shutil.copytree(tiny, folder)
+    (folder / ".cache").mkdir()
+    (folder / ".cache" / "download.lock").write_text("hub bookkeeping", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    monkeypatch.setattr(transformers_client, "DIGESTED_FILE_BYTES", weights.stat().st_size - 1)
+    files = transformers_client.checkpoint_fingerprint(str(folder))
+    assert files["model.safetensors"] == [weights.stat().st_size, weights.stat().st_mtime_ns]
+    assert len(files["config.json"]) == 64 and not any(name.startswith(".") for name in files)
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 1))
+    assert transformers_client.checkpoint_fingerprint(str(folder))["model.safetensors"] != files["model.safetensors"]
 
 
 # ---------------------------------------------------------------------------------------- MoE, errors
@@ -346,3 +401,16 @@ def test_bad_arguments_fail_at_construction(tiny: Path) -> None:
         make_client(tiny, decoding="beam")
     with pytest.raises(ValueError, match="dtype"):
         make_client(tiny, dtype="int4")
+    with pytest.raises(ValueError, match="video_decoder"):
+        make_client(tiny, video_decoder="decord")
+
+
+def test_torchcodec_forced_where_it_cannot_load_fails_at_construction(tiny: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from helm_roboreward.helm_layer.clients import transformers_client
+
+    monkeypatch.setattr(transformers_client, "torchcodec_usable", lambda: False)  # as on a machine without FFmpeg
+    with pytest.raises(TransformersClientError, match="video_decoder='torchcodec', but torchcodec .* cannot load "
+                                                      "FFmpeg.*apt-get install ffmpeg.*video_decoder='auto'"):
+        make_client(tiny, video_decoder="torchcodec")
+    assert make_client(tiny).video_decoder == PYAV  # auto

@@ -1,17 +1,17 @@
 """TransformersQwen3VLClient's ``top_logprobs`` with real transformers on CPU and the tiny random-weight Qwen3-VL.
 
-The checkpoint comes from tests/helpers/tiny_qwen3vl.py; nothing of transformers is mocked. Checked: the key is absent
-by default (and the cache key unchanged), present with ``top_logprobs`` > 0 under both decodings, every entry
-sits at its offset in the answer, sampling draws the same answer with and without the option, the recorded
-values are ``log_softmax`` of the RAW logits (equal to a direct forward pass over prompt + answer, summing to 1
-over the whole vocabulary; under greedy decoding the chosen token is their argmax), and cached results keep
-them.
+The checkpoint comes from tests/helpers/tiny_qwen3vl.py; nothing of transformers is mocked. Checked: the key is
+absent by default (``top_logprobs`` 0 in the cache key, N > 0 giving other keys), present with ``top_logprobs`` > 0
+under both decodings, every entry sits at its offset in the answer, sampling draws the same answer with and without
+the option, the recorded values are ``log_softmax`` of the RAW logits (equal to a direct forward pass over prompt +
+answer, summing to 1 over the whole vocabulary; under greedy decoding the chosen token is their argmax), and cached
+results keep them.
 
 Forcing a score-like answer: the tiny model answers six random characters, so one test checkpoint (a copy of
 the tiny one, ``build_digit_answering``) changes only its ``generation_config.json`` so that it draws one digit
 1..5 and stops. Its biases never touch the raw logits the client records, so the distribution over 1..5 that
 ``score_distribution`` reads is the model's own (checked against a forward pass).
-Skipped when torchcodec cannot decode video.
+Runs wherever the package installs: the client decodes the video with PyAV where torchcodec cannot load.
 """
 
 import json
@@ -24,7 +24,6 @@ import torch
 from helm.common.cache import BlackHoleCacheConfig, CacheConfig, SqliteCacheConfig
 from helm.common.media_object import MediaObject, MultimediaObject
 from helm.common.request import Request
-from transformers.utils import is_torchcodec_usable
 
 from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.core.score_probabilities import expected_score, score_distribution, success_probability
@@ -32,11 +31,6 @@ from helm_roboreward.helm_layer.clients import openai_video_client
 from helm_roboreward.helm_layer.clients.openai_video_client import SCORE_TOKEN_LOGPROBS
 from helm_roboreward.helm_layer.clients.transformers_client import TransformersQwen3VLClient, completion_from
 from tests.helpers.tiny_qwen3vl import IM_END
-
-pytestmark = pytest.mark.skipif(
-    not is_torchcodec_usable("video"),
-    reason="torchcodec cannot decode video here: pip install torchcodec and FFmpeg's shared libraries",
-)
 
 SAMPLE = Path(__file__).resolve().parents[3] / "helm_roboreward" / "sample" / "test"
 VIDEO = SAMPLE / next(row["file_name"] for row in map(json.loads, (SAMPLE / "metadata.jsonl").read_text().splitlines())
@@ -82,9 +76,7 @@ def answer_and_finish(client: TransformersQwen3VLClient, request: Request) -> tu
 def forward_log_probs(client: TransformersQwen3VLClient, request: Request, answer_ids: list[int]) -> torch.Tensor:
     """log_softmax of one forward pass over prompt + answer: row j is the distribution of answer token j."""
     loaded = client.load()
-    inputs = loaded.processor.apply_chat_template(
-        client.build_messages(request), tokenize=True, add_generation_prompt=True, return_dict=True,
-        return_tensors="pt", processor_kwargs={"cap_pixels_per_frame": False})
+    inputs, _ = client.processor_inputs(client.build_messages(request))  # what generate got, either video decoder
     prompt = inputs["input_ids"].shape[1]
     tail = torch.tensor([answer_ids], dtype=inputs["input_ids"].dtype)
     full = dict(inputs)
@@ -115,12 +107,12 @@ def token_ids(client: TransformersQwen3VLClient, text: str) -> list[int]:
 # ------------------------------------------------------------------------------------- presence, offsets
 
 
-def test_no_key_and_no_cache_key_change_by_default(tiny: Path) -> None:
+def test_no_key_by_default_and_top_logprobs_in_the_cache_key(tiny: Path) -> None:
     default, off, on = make_client(tiny), make_client(tiny, top_logprobs=0), make_client(tiny, top_logprobs=5)
     request = video_request()
     messages = default.build_messages(request)
     assert default.cache_key(request, messages) == off.cache_key(request, messages)
-    assert "top_logprobs" not in default.cache_key(request, messages)
+    assert default.cache_key(request, messages)["top_logprobs"] == 0
     assert on.cache_key(request, messages)["top_logprobs"] == 5
     assert on.cache_key(request, messages) != make_client(tiny, top_logprobs=6).cache_key(request, messages)
     _, finish = answer_and_finish(default, request)
