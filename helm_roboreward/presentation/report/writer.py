@@ -11,6 +11,7 @@ from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_ID
 from helm_roboreward.media.paths import write_inside
 from helm_roboreward.presentation.report.analysis import ModelSummary, ReportData
 from helm_roboreward.presentation.report.bootstrap import Interval
+from helm_roboreward.presentation.report.markdown import markdown_code, markdown_text
 from helm_roboreward.presentation.report.plots import (
     HEATMAP_FILE,
     MACRO_FILE,
@@ -41,19 +42,20 @@ def _rate(count: int, total: int) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table; every cell escaped (:func:`markdown_text`), so a cell never splits or ends its row."""
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+        return "| " + " | ".join(markdown_text(cell) for cell in cells) + " |"
 
     return [line(header), "|" + "|".join("---" for _ in header) + "|"] + [line(row) for row in rows]
 
 
 def _names(subsets: Sequence[str]) -> str:
-    return ", ".join(subset_info(subset).display_name for subset in subsets)
+    return ", ".join(markdown_text(subset_info(subset).display_name) for subset in subsets)
 
 
 def _intro(data: ReportData) -> list[str]:
     settings = data.settings
-    lines = [f"# RoboRewardBench report: suite `{data.suite}`", "",
+    lines = [f"# RoboRewardBench report: suite {markdown_code(data.suite)}", "",
              f"{len(data.models)} model(s), {len(data.subsets)} subset(s). MAE is on the 1..5 scale (lower is "
              "better); the mean over subsets is unweighted (macro), as on the official leaderboard.",
              "",
@@ -69,7 +71,7 @@ def _intro(data: ReportData) -> list[str]:
         lines += ["", f"The suite covers {len(official)} of the {len(OFFICIAL_SUBSET_IDS)} official subsets; "
                   f"absent from every model: {_names(absent)}. Means are over the subsets present."]
     if data.warnings:
-        lines += ["", "## Warnings", ""] + [f"- {warning}" for warning in data.warnings]
+        lines += ["", "## Warnings", ""] + [f"- {markdown_text(warning)}" for warning in data.warnings]
     return lines
 
 
@@ -113,7 +115,7 @@ def _leaderboard(data: ReportData) -> list[str]:
                              f"{len(data.subsets)} subsets")
             if model.failed_subsets:
                 parts.append(f"{ALL_FAILED} in {_names(model.failed_subsets)} (failed=skip left them out)")
-            lines.append(f"- {model.display_name}: " + "; ".join(parts))
+            lines.append(f"- {markdown_text(model.display_name)}: " + "; ".join(parts))
     return lines
 
 
@@ -174,7 +176,8 @@ def _reward_model(data: ReportData) -> list[str]:
                if not any(s.model == model.model and s.score == "expected" for s in data.reward_models)]
     if len(without) < len(data.models):
         lines += ["", "Models without recorded expected scores (no `score=expected` run, or a client without "
-                  f"log-probabilities) are shown on their parsed scores only: {', '.join(without) or 'none'}."]
+                  "log-probabilities) are shown on their parsed scores only: "
+                  f"{', '.join(markdown_text(name) for name in without) or 'none'}."]
     return lines
 
 
@@ -204,7 +207,7 @@ def _subsets(data: ReportData) -> list[str]:
                      for s in data.subsets])
     for subset in data.subsets:
         flag = f" - too small to separate models ({subset.too_small})" if subset.too_small else ""
-        lines += ["", f"### {subset.display_name} (`{subset.id}`){flag}", ""]
+        lines += ["", f"### {markdown_text(subset.display_name)} ({markdown_code(subset.id)}){markdown_text(flag)}", ""]
         rows = [[model.display_name, _number(model.subset_mae[subset.id].estimate),
                  _interval(model.subset_mae[subset.id]), _number(model.subset_mae[subset.id].half_width),
                  str(model.subset_rows[subset.id])]
@@ -236,14 +239,15 @@ def _confusions(data: ReportData) -> list[str]:
     lines = ["", "## Confusion matrices", "",
              "Gold 1..5 (rows) by predicted 1..5, *other* (parsed but not an integer 1..5) and *invalid* "
              "(columns); failed requests excluded (their count is in each title).", ""]
-    return lines + [f"![{model.display_name}]({confusion_file(model.model)})" for model in data.models]
+    return lines + [f"![{markdown_text(model.display_name, brackets=True)}]({confusion_file(model.model)})"
+                    for model in data.models]
 
 
 def _method(data: ReportData) -> list[str]:
     settings = data.settings
     lines = []
     if data.notes:
-        lines += ["", "## Notes", ""] + [f"- {note}" for note in data.notes]
+        lines += ["", "## Notes", ""] + [f"- {markdown_text(note)}" for note in data.notes]
     return lines + ["", "## Method", "",
                     "- Clusters: within a subset, rows that share a source episode key (clips of one episode, camera "
                     "views of one RoboArena episode) or a video hash (counterfactual relabels of one video) are "

@@ -239,3 +239,61 @@ def test_a_failed_row_the_run_left_out_leaves_every_reward_model_statistic():
                                  success_probability=1.0 if r.predicted == 5 else 0.0) for r in answered]
     calibration = summarize_calibration(ModelRows("m", "M", with_expected + [row("c", 5, 0, failed=True)], {}))
     assert calibration is not None and (calibration.rows, calibration.with_distribution) == (2, 2)
+
+
+# --- report text: names that would break Markdown ----------------------------------------------------------
+
+
+def _cells(line):
+    """A Markdown table row's cells, split at pipes no backslash escapes (GFM), still escaped."""
+    cells, current, escaped = [], "", False
+    for character in line.strip()[1:-1]:
+        if character == "|" and not escaped:
+            cells.append(current.strip())
+            current = ""
+        else:
+            current += character
+        escaped = character == "\\" and not escaped
+    return cells + [current.strip()]
+
+
+def _unescaped(cell):
+    import html
+    import re
+
+    return html.unescape(re.sub(r"\\(.)", r"\1", cell))
+
+
+HOSTILE = "Evil\nmodel | `x` \\ [beta]\r\u2028end"
+
+
+def test_every_table_row_stays_one_row_whatever_the_display_name():
+    from helm_roboreward.presentation.report.writer import render_markdown
+
+    rng = np.random.default_rng(1)
+    rows = [(f"r{i}", "s", int(rng.integers(1, 6))) for i in range(40)]
+
+    def model(name, display, noise):
+        return ModelRows(name, display, [row(i, g, min(5, g + noise), subset=s) for i, s, g in rows], {})
+
+    data = analyse(SuiteRows("t", [model("evil/m", HOSTILE, 1), model("plain/m", "Plain", 0)],
+                             warnings=[f"run x: {HOSTILE}"], notes=[f"note about {HOSTILE}"]), Settings(resamples=50))
+    text = render_markdown(data)
+    lines = text.split("\n")
+    assert not any(line.startswith(("model |", "end")) for line in lines)  # no row or item split in two
+    tables = [line for line in lines if line.startswith("|")]
+    assert tables and all(line.endswith("|") for line in tables)
+    names = [_unescaped(cells[0]) for cells in map(_cells, tables) if "Evil" in cells[0]]
+    names += [_unescaped(cells[1]) for cells in map(_cells, tables) if len(cells) > 1 and "Evil" in cells[1]]
+    assert names and set(names) == {HOSTILE}  # every table shows the name itself, escaped
+    width = None
+    for line in lines:  # every row of a table has its header's number of cells
+        if not line.startswith("|"):
+            width = None
+        elif width is None:
+            width = len(_cells(line))
+        else:
+            assert len(_cells(line)) == width, line
+    items = [line for line in lines if line.startswith("- ") and "Evil" in line]
+    assert len(items) >= 2 and all("end" in line for line in items)  # warning and note: one line each
+    assert "![" not in text or all(line.count("](") <= 1 for line in lines if line.startswith("!["))
