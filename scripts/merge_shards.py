@@ -15,8 +15,15 @@ another time). The merge copies, into DEST (which may already hold runs of the s
   (``verified.json``, ``*.verified.json``: inode and times of the shard's files) and writers' temporary files
   are left out; the next run re-verifies the copied files and stamps them again.
 
-Nothing is written until every check passed. Files are copied under a temporary name then renamed; a frame
-folder's manifest (``frames.json``) is copied last, so a concurrent reader never sees a partial folder as complete.
+Nothing is written until every check passed, and the checks refuse (naming the path and the fix): a folder in
+``runs/SUITE/`` that looks like a run (its name has HELM's ``:``, or it holds a run file) but lacks one of the five
+files, in a shard or in DEST (a killed helm-run's leftover, which the merge would otherwise drop or trip over);
+a leftover ``.tmp-merge-*`` folder of an interrupted merge in DEST; and any symbolic link (or other non-regular
+file) in a run folder, the suite folder or the media tree, so no byte from outside a shard is ever copied. Then
+the media files are copied under a temporary name and renamed (a frame folder's manifest, ``frames.json``, last,
+so a concurrent reader never sees a partial folder as complete), every run is copied into one temporary folder
+in ``runs/SUITE/``, and only then is each renamed into place: a failure while writing removes the temporary
+folder and adds no run (media files already renamed are complete, content-addressed copies).
 
 Media locations are recorded in ``scenario_state.json`` relative to the folder helm-run ran in
 (``benchmark_output/scenarios/roboreward/...`` with the default ``-o``). The merge checks that every one
@@ -45,6 +52,8 @@ RoboReward metrics record none of them; a run spec that adds HELM's efficiency m
 STAMP_FILE = "verified.json"
 STAMP_SUFFIX = ".verified.json"
 MANIFEST_FILE = "frames.json"
+STAGING_PREFIX = ".tmp-merge-"
+"""The temporary folder (in ``runs/SUITE/``) and files a merge writes before renaming them into place."""
 
 
 class MergeError(Exception):
@@ -78,20 +87,59 @@ def read_json(path: str) -> Any:
         return json.load(handle)
 
 
+def refuse_link(path: str, what: str) -> None:
+    """Refuse ``path`` when it is a symbolic link (its bytes would come from wherever it points)."""
+    if os.path.islink(path):
+        raise MergeError(f"{what} {path} is a symbolic link (to {os.readlink(path)}); a merge copies only files that "
+                         "are in the shard: replace the link with the file or folder itself")
+
+
+def run_files(folder: str) -> list[str]:
+    """Every file of a run folder (relative paths), refusing links and anything that is not a regular file."""
+    files = []
+    for directory, subdirs, names in os.walk(folder):
+        for name in sorted(subdirs) + sorted(names):
+            path = os.path.join(directory, name)
+            refuse_link(path, "run file")
+            if name in names and not os.path.isfile(path):
+                raise MergeError(f"run file {path} is not a regular file; a run folder holds only files and folders")
+        subdirs.sort()
+        files += [os.path.relpath(os.path.join(directory, name), folder) for name in sorted(names)]
+    return files
+
+
+def looks_like_a_run(folder: str, name: str) -> bool:
+    """A run folder, complete or not: HELM's run names hold ':'; a run file inside says so too."""
+    return ":" in name or any(os.path.lexists(os.path.join(folder, f)) for f in RUN_FILES)
+
+
 def completed_runs(output: str, suite: str) -> dict[str, str]:
-    """Run name -> folder, for every completed run of ``suite`` in ``output``; refuses incomplete ones."""
+    """Run name -> folder, for every completed run of ``suite`` in ``output``.
+
+    Refuses (:class:`MergeError`) an incomplete run folder, a leftover of an interrupted merge, and links.
+    Summary output (``groups/``, ``runs.json``, ...) and HELM's ``eval_cache/`` are not runs and are skipped.
+    """
     suite_dir = os.path.join(output, "runs", suite)
     runs: dict[str, str] = {}
+    for path, what in ((os.path.join(output, "runs"), "runs folder"), (suite_dir, "suite folder")):
+        refuse_link(path, what)
     if not os.path.isdir(suite_dir):
         return runs
     for name in sorted(os.listdir(suite_dir)):
         folder = os.path.join(suite_dir, name)
-        if not os.path.isdir(folder) or not os.path.exists(os.path.join(folder, "run_spec.json")):
-            continue  # summarize output (groups/), HELM's eval_cache/
+        if name.startswith(STAGING_PREFIX):
+            raise MergeError(f"{folder} is the leftover of an interrupted merge into {output}: remove it (its runs "
+                             "were never renamed into place) and merge again")
+        if os.path.islink(folder) and (":" in name or os.path.isdir(folder)):
+            refuse_link(folder, "run folder")
+        if not os.path.isdir(folder) or not looks_like_a_run(folder, name):
+            continue  # summarize output (groups/, runs.json, ...), HELM's eval_cache/
         missing = [f for f in RUN_FILES if not os.path.isfile(os.path.join(folder, f))]
         if missing:
-            raise MergeError(f"run {name} in {output} is incomplete (no {', '.join(missing)}): finish that shard "
-                             "first (helm-run ... --skip-completed-runs reruns only what is missing)")
+            raise MergeError(f"run {name} in {output} is incomplete (no {', '.join(missing)}): a run that did not "
+                             "finish (a killed helm-run?). Finish it (helm-run ... --skip-completed-runs reruns only "
+                             f"what is missing) or remove the folder {folder}, then merge again")
+        run_files(folder)  # no links in it
         runs[name] = folder
     return runs
 
@@ -99,15 +147,20 @@ def completed_runs(output: str, suite: str) -> dict[str, str]:
 def media_files(output: str) -> dict[str, str]:
     """Relative path -> file, for the media and provenance files of ``output`` (stamps, temporaries left out)."""
     root = os.path.join(output, MEDIA)
+    for path in (os.path.join(output, "scenarios"), root):
+        refuse_link(path, "media folder")
     files: dict[str, str] = {}
     for directory, subdirs, names in os.walk(root):
+        for name in subdirs:
+            refuse_link(os.path.join(directory, name), "media folder")
         subdirs.sort()
         for name in sorted(names):
             stamp = name == STAMP_FILE or name.endswith(STAMP_SUFFIX)
             if stamp or (name.startswith(".tmp-") and name.endswith(".part")):
                 continue
             path = os.path.join(directory, name)
-            if os.path.islink(path) or not os.path.isfile(path):
+            refuse_link(path, "media file")
+            if not os.path.isfile(path):
                 raise MergeError(f"{path} is not a regular file; the media cache holds only regular files")
             files[os.path.relpath(path, root).replace(os.sep, "/")] = path
     return files
@@ -172,7 +225,7 @@ def plan_merge(dest: str, shards: list[str], suite: str) -> Plan:
 
 def copy_file(source: str, target: str) -> None:
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-merge-", suffix=".part", dir=os.path.dirname(target))
+    handle, temporary = tempfile.mkstemp(prefix=STAGING_PREFIX, suffix=".part", dir=os.path.dirname(target))
     os.close(handle)
     try:
         shutil.copyfile(source, temporary)
@@ -184,18 +237,28 @@ def copy_file(source: str, target: str) -> None:
 
 
 def apply(plan: Plan, dest: str, suite: str) -> None:
+    """Write the merge: media first (manifests last), then every run staged in one folder and renamed into place."""
     media_root = os.path.join(dest, MEDIA)
-    # Manifests last: a frame folder with frames.json is complete for every reader.
     for relative in sorted(plan.media, key=lambda r: (r.rsplit("/", 1)[-1] == MANIFEST_FILE, r)):
         copy_file(plan.media[relative], os.path.join(media_root, *relative.split("/")))
     suite_dir = os.path.join(dest, "runs", suite)
     os.makedirs(suite_dir, exist_ok=True)
-    for name, folder in plan.runs.items():
-        staging = tempfile.mkdtemp(prefix=".tmp-merge-", dir=suite_dir)
-        target = os.path.join(staging, "run")
-        shutil.copytree(folder, target)
-        os.rename(target, os.path.join(suite_dir, name))
-        os.rmdir(staging)
+    staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=suite_dir)
+    try:
+        staged = []
+        for index, (name, folder) in enumerate(plan.runs.items()):
+            target = os.path.join(staging, str(index))
+            for relative in run_files(folder):  # checked again: regular files only, no link followed
+                os.makedirs(os.path.join(target, os.path.dirname(relative)), exist_ok=True)
+                shutil.copyfile(os.path.join(folder, relative), os.path.join(target, relative))
+            os.makedirs(target, exist_ok=True)
+            staged.append((target, os.path.join(suite_dir, name)))
+        for target, final in staged:
+            if os.path.lexists(final):
+                raise MergeError(f"{final} appeared while merging (another merge or helm-run into {dest}?)")
+            os.rename(target, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,7 +279,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"merge_shards: refusing to merge: {error}", file=sys.stderr)
         return 1
     if not args.dry_run:
-        apply(plan, dest, args.suite)
+        try:
+            apply(plan, dest, args.suite)
+        except (OSError, MergeError) as error:
+            print(f"merge_shards: the merge stopped while writing into {dest}: {error}. Every run it had renamed into "
+                  "place is complete and the others were not added (their temporary folder is removed); media files "
+                  "already copied are complete copies. Fix the cause and merge again (it skips what is there).",
+                  file=sys.stderr)
+            return 1
     verb = "would copy" if args.dry_run else "copied"
     print(f"merge_shards: {verb} {len(plan.runs)} run(s) and {len(plan.media)} media file(s) into {dest}; "
           f"{len(plan.duplicates)} run(s) held twice with the same stats kept once")

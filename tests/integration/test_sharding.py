@@ -250,3 +250,101 @@ def test_merge_names_runs_whose_media_will_not_resolve(shards: Shards, tmp_path:
     warned = [line for line in result.stderr.splitlines() if "warning: run " in line]
     assert len(warned) == 6, result.stderr
     assert "predictions pages will be skipped" in warned[0]
+
+
+# --------------------------------------------------------------------------------------------- refusals, by hand
+
+FRAME = "frames/ab/abcdef/0001.jpg"
+
+
+def fake_shard(root: Path, runs: tuple[str, ...] = ("roboreward:subset=a,model=m",)) -> Path:
+    """A shard's -o folder written by hand: completed runs (HELM's five files) and one cached frame."""
+    output = root / "benchmark_output"
+    media = output / "scenarios" / "roboreward"
+    (media / FRAME).parent.mkdir(parents=True)
+    (media / FRAME).write_bytes(b"\xff\xd8 a frame")
+    (media / FRAME).with_name("frames.json").write_text("{}", encoding="utf-8")
+    state = {"request_states": [{"request": {"multimodal_prompt": {"media_objects": [
+        {"location": f"benchmark_output/scenarios/roboreward/{FRAME}", "content_type": "image/jpeg"}]}}}]}
+    for name in runs:
+        folder = output / "runs" / SUITE / name
+        folder.mkdir(parents=True)
+        for file in ("run_spec.json", "scenario.json", "stats.json", "per_instance_stats.json"):
+            (folder / file).write_text(json.dumps({"name": name} if file == "run_spec.json" else []), encoding="utf-8")
+        (folder / "scenario_state.json").write_text(json.dumps(state), encoding="utf-8")
+    return output
+
+
+def snapshot(folder: Path) -> dict[str, bytes | str]:
+    """Every entry under ``folder``: file bytes, link targets, folders."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(folder.rglob("*")) if folder.exists() else []:
+        relative = str(path.relative_to(folder))
+        found[relative] = f"-> {path.readlink()}" if path.is_symlink() else (
+            "folder" if path.is_dir() else path.read_bytes())
+    return found
+
+
+def refused(result: "subprocess.CompletedProcess[str]", *words: str) -> None:
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.startswith("merge_shards: refusing to merge:")
+    for word in words:
+        assert word in result.stderr, (word, result.stderr)
+
+
+def test_a_shard_run_without_run_spec_is_refused_not_dropped(tmp_path: Path) -> None:
+    shard = fake_shard(tmp_path / "s1", runs=("roboreward:subset=a,model=m", "roboreward:subset=b,model=m"))
+    (shard / "runs" / SUITE / "roboreward:subset=b,model=m" / "run_spec.json").unlink()
+    into = tmp_path / "merged" / "benchmark_output"
+    result = merge(into, shard)
+    refused(result, "roboreward:subset=b,model=m", "run_spec.json")
+    assert not into.exists()
+
+
+@pytest.mark.parametrize("where", ["run file", "extra file in a run", "run folder", "media folder"])
+def test_links_in_a_shard_are_refused(tmp_path: Path, where: str) -> None:
+    shard = fake_shard(tmp_path / "s1")
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_bytes(b"not the merge's business")
+    run = shard / "runs" / SUITE / "roboreward:subset=a,model=m"
+    if where == "run file":
+        (run / "stats.json").unlink()
+        (run / "stats.json").symlink_to(secret)
+    elif where == "extra file in a run":
+        (run / "notes.txt").symlink_to(secret)
+    elif where == "run folder":
+        moved = tmp_path / "outside" / "run"
+        shutil.move(str(run), moved)
+        run.symlink_to(moved, target_is_directory=True)
+    else:
+        (shard / "scenarios" / "roboreward" / "more").symlink_to(secret.parent, target_is_directory=True)
+    into = tmp_path / "merged" / "benchmark_output"
+    result = merge(into, shard)
+    refused(result, "link")
+    assert not into.exists()
+
+
+@pytest.mark.parametrize("leftover", ["roboreward:subset=a,model=m", ".tmp-merge-x1y2"])
+def test_a_leftover_in_into_is_refused_before_anything_is_written(tmp_path: Path, leftover: str) -> None:
+    """An incomplete run folder (a killed helm-run, an interrupted merge) in --into: refused, nothing copied."""
+    into = fake_shard(tmp_path / "merged", runs=("roboreward:subset=z,model=m",))
+    stale = into / "runs" / SUITE / leftover
+    stale.mkdir()
+    (stale / "scenario_state.json").write_text("{}", encoding="utf-8")
+    before = snapshot(into)
+    other = fake_shard(tmp_path / "s1", runs=("roboreward:subset=a,model=m", "roboreward:subset=b,model=m"))
+    (other / "scenarios" / "roboreward" / "frames" / "cd").mkdir()
+    (other / "scenarios" / "roboreward" / "frames" / "cd" / "0001.jpg").write_bytes(b"another frame")
+    result = merge(into, other)
+    refused(result, leftover, str(into))
+    assert snapshot(into) == before, "nothing may be written when the merge is refused"
+
+
+def test_a_merge_is_written_only_after_every_check(tmp_path: Path) -> None:
+    shard = fake_shard(tmp_path / "s1", runs=("roboreward:subset=a,model=m", "roboreward:subset=b,model=m"))
+    into = tmp_path / "merged" / "benchmark_output"
+    check_completed(merge(into, shard), "merge")
+    assert snapshot(into / "runs") == snapshot(shard / "runs")
+    assert (into / "scenarios" / "roboreward" / FRAME).read_bytes() == b"\xff\xd8 a frame"
+    assert not [path for path in into.rglob(".tmp-*")]
