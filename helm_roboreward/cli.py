@@ -167,6 +167,11 @@ def add_model_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
         description="List the models roboreward runs know (the package's, the leaderboard's and --local-path's; "
         "--all: every vision-language model HELM knows), as a roboreward run without model_deployment= uses them.")
     models.add_argument("--all", action="store_true", help="also every vision-language model HELM knows")
+    models.add_argument("--group", choices=["leaderboard", "all", "baselines"],
+                        help="only a group: the published leaderboard's models (still served), every model that takes "
+                        "images or video (HELM's vision-language group and this package's), or the offline baselines")
+    models.add_argument("--names", action="store_true",
+                        help="print only the names, space-separated, for helm-run --models-to-run $(...)")
     models.add_argument("--csv", action="store_true", help="CSV on stdout (full client class names)")
     models.add_argument("--local-path", default="prod_env", help="helm-run's --local-path (default prod_env)")
     models.set_defaults(handler=_models)
@@ -290,7 +295,18 @@ def _models(args: argparse.Namespace) -> int:
     from helm_roboreward.presentation.tables import csv_text, format_text_table
 
     load_registries(args.local_path)
-    entries = catalog(args.local_path, include_all=args.all)
+    if args.group:
+        from helm_roboreward.helm_layer.model_catalog import entry_for, models_in_group
+
+        names = models_in_group(args.group)
+        if args.names:
+            print(" ".join(names))
+            return 0
+        entries = [entry_for(name) for name in names]
+    elif args.names:
+        raise ValueError("--names needs --group (leaderboard, all or baselines)")
+    else:
+        entries = catalog(args.local_path, include_all=args.all)
     if args.csv:
         sys.stdout.write(csv_text(COLUMNS, [entry.cells(short_client=False) for entry in entries]))
         return 0

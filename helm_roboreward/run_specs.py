@@ -3,6 +3,6 @@
 The implementation is :mod:`helm_roboreward.helm_layer.run_specs`.
 """
 
-from helm_roboreward.helm_layer.run_specs import RoboRewardModelsRunExpander, RoboRewardRunSpec, get_roboreward_spec
+from helm_roboreward.helm_layer.run_specs import RoboRewardRunSpec, get_roboreward_spec
 
-__all__ = ["RoboRewardModelsRunExpander", "RoboRewardRunSpec", "get_roboreward_spec"]
+__all__ = ["RoboRewardRunSpec", "get_roboreward_spec"]

@@ -20,15 +20,17 @@ from helm.benchmark.model_metadata_registry import (
     VISION_LANGUAGE_MODEL_TAG,
     get_model_names_with_tag,
 )
+from helm.benchmark.run_expander import ModelRunExpander
 
 from helm_roboreward.config import MODEL_METADATA_FILE, config_dir
 from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS as PUBLISHED_MODELS
-from helm_roboreward.helm_layer.model_lifecycle import ALIASES, RETIRED_MODELS, status_of
+from helm_roboreward.helm_layer.model_lifecycle import ALIASES, RETIRED_MODELS, retirement_of, status_of
 from helm_roboreward.helm_layer.model_registry import (
     HELM_GEMINI_CLIENT,
     ONE_MESSAGE_GEMINI_CLIENT,
     OPENAI_VIDEO_CLIENT,
     TRANSFORMERS_CLIENT,
+    package_model_names,
 )
 from helm_roboreward.helm_layer.routing import (
     AUTO,
@@ -46,6 +48,38 @@ CATALOG_SEEDS: tuple[str, ...] = (
 )
 """The models ``roboreward models`` lists first: the published leaderboard's, the successors of its retired ones,
 and the Claude models README's family table names."""
+
+MODEL_GROUPS = ("leaderboard", "all", "baselines")
+"""Groups ``roboreward models --group G --names`` prints for HELM's ``--models-to-run``: the published
+leaderboard's models, every model that takes images or video, the offline baselines."""
+
+BASELINES = ("baseline/constant-3", "baseline/uniform-random")
+
+
+def models_in_group(group: str) -> list[str]:
+    """The models of a group (registered, not retired, not aliases), in a fixed order.
+
+    - ``leaderboard``: the published leaderboard's models (:data:`helm_roboreward.core.leaderboard.LEADERBOARD_MODELS`;
+      retired ones left out: their successors are other models);
+    - ``all``: HELM's vision-language model group (what ``model=vlm`` gives other benchmarks), then the package's own
+      current models (the baselines are a group of their own);
+    - ``baselines``: the two offline baselines.
+
+    Raises:
+        ValueError: An unknown group.
+    """
+    if group == "leaderboard":
+        names = list(PUBLISHED_MODELS)
+    elif group == "all":
+        names = ModelRunExpander("vlm").get_model_group_to_model_names()["vlm"]
+        names += [name for name in package_model_names() if name not in BASELINES]
+    elif group == "baselines":
+        names = list(BASELINES)
+    else:
+        raise ValueError(f"roboreward: group {group!r} is not one of {', '.join(MODEL_GROUPS)}")
+    return [name for name in dict.fromkeys(names)
+            if name in MODEL_NAME_TO_MODEL_METADATA and name not in ALIASES and retirement_of(name) is None]
+
 
 COLUMNS = ("model", "family", "deployment", "client", "media", "max_tokens", "status", "credentials")
 

@@ -1,8 +1,7 @@
 """The HELM plugin entry point (group ``helm``): importing it registers what helm-run needs, and only adds.
 
 - the ``roboreward`` run spec (by importing :mod:`helm_roboreward.helm_layer.run_specs`), which routes each
-  model officially itself;
-- the ``models=`` run expander key (a new key; HELM's own expanders are untouched);
+  model officially itself (HELM's run expanders are untouched, and none is added);
 - the package's model metadata and deployments (offline baselines, in-process and served models), for names
   that ``--local-path`` (``prod_env/``) did not already define. The package's models carry HELM's
   ``UNSUPPORTED_MODEL_TAG``, so they join none of HELM's model groups (``model=vlm``, ``model=all``, ...), and
@@ -10,8 +9,7 @@
   them (tests/helm_layer/test_good_guest.py).
 """
 
+import helm_roboreward.helm_layer.run_specs  # noqa: F401  (registers the roboreward run spec function)
 from helm_roboreward.helm_layer.model_registry import register_package_models
-from helm_roboreward.helm_layer.run_specs import install_expanders
 
-install_expanders()
 register_package_models()

@@ -2,7 +2,7 @@
 
 ``helm-run`` (``helm/benchmark/run.py``, ``helm_run``) registers HELM's built-in configuration, then the
 ``--local-path`` folder's YAML files, then imports the entry-point plugins (this package's registers its models,
-deployments, twins and expanders). Registering twice would list models twice, so this happens once per process.
+deployments and twins). Registering twice would list models twice, so this happens once per process.
 """
 
 import os
@@ -37,11 +37,9 @@ def load_registries(local_path: str) -> None:
             ) from None
     import helm_roboreward.helm_layer.plugin  # noqa: F401  (registers the package's models, as helm-run does)
     from helm_roboreward.helm_layer.model_registry import register_package_models, register_variant_twins
-    from helm_roboreward.helm_layer.run_specs import install_expanders
 
     # The plugin registers on its first import only; calling again covers a process that imported it before
     # the local path's models were registered (both calls add only what is missing).
-    install_expanders()
     register_package_models()
     register_variant_twins()
     _LOADED.append(folder)

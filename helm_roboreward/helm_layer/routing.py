@@ -18,7 +18,8 @@ It refuses, before anything runs: an unknown deployment, declared request limits
 them, a retired model
 (:mod:`helm_roboreward.helm_layer.model_lifecycle`), two registered models whose names HELM would write alike in
 run names (``acme/x_y`` and ``acme_x/y``), and a HELM model group (``model=vlm``) in a ``roboreward`` entry (the
-package's models stay out of HELM's groups, so a group no longer means "every model"; ``models=`` does).
+package's models stay out of HELM's groups, so a group no longer means "every model"; HELM's ``--models-to-run``
+with ``roboreward models --group all --names`` does).
 """
 
 import dataclasses
@@ -297,10 +298,10 @@ def _check_not_a_group(request: RoutingRequest, model: str) -> None:
         raise ValueError(
             f"roboreward: the entry's model= names a HELM model group (it gave {first} and {model}, e.g. "
             "model=vlm). This package's models stay out of HELM's groups, so that other benchmarks are unchanged; "
-            "a group therefore no longer means every model. Use models=all (every model that takes images or "
-            "video, routed officially), models=leaderboard (the published leaderboard's models) or "
-            "model=<org/name> for one; --models-to-run <org/name> ... still picks models for entries without "
-            "model=."
+            "a group therefore no longer means every model. Leave model= out and name the models with HELM's "
+            "--models-to-run: --models-to-run $(roboreward models --group all --names) for every model that takes "
+            "images or video, --group leaderboard for the published leaderboard's models; or model=<org/name> for "
+            "one."
         )
 
 
@@ -313,8 +314,8 @@ def route(run_name: str, base_args: dict[str, Any], request: RoutingRequest, mod
     returns the same result (HELM copies run specs many times while it expands an entry).
 
     Raises:
-        ValueError: A model group, a model changed after routing (``models=`` with ``--models-to-run``), an
-            unknown deployment, a retired model, a run-name clash, or ``video=native`` on a client that cannot send
+        ValueError: A model group, a model changed after routing (a second model expander), an unknown
+            deployment, a retired model, a run-name clash, or ``video=native`` on a client that cannot send
             video.
     """
     first = not request.model
@@ -322,9 +323,8 @@ def route(run_name: str, base_args: dict[str, Any], request: RoutingRequest, mod
         _check_not_a_group(request, model)
     elif request.model != model:
         raise ValueError(
-            f"roboreward: this run was routed for {request.model}, then given model {model}: an entry with "
-            "models= cannot be combined with --models-to-run (or a second model=). Use models= alone, or "
-            "model=<org/name> entries (--models-to-run picks among them)."
+            f"roboreward: this run was routed for {request.model}, then given model {model} by a second model "
+            "expander; name one model per entry (model=<org/name>), or leave model= out and use --models-to-run."
         )
     check_distinct_run_name(model)
     check_not_retired(model)

@@ -1,13 +1,14 @@
-"""The ``roboreward`` run spec, and the ``models=`` run expander for groups of models routed officially.
+"""The ``roboreward`` run spec: progress scores for robot rollout videos, routed officially per model.
 
 Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,video=<auto|frames|native>,
 fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,layout=<official|one_message>,
 decoding=<official|greedy>,score=<parsed|expected>,failed=<max_error|skip>`` with ``model=<org/name>`` (HELM's own
-model expander, and ``model_deployment=`` to pick a deployment) or ``models=<leaderboard|all|baselines>`` (this
-package's expander). The run spec is a :class:`RoboRewardRunSpec`, which routes itself officially
-(:func:`helm_roboreward.helm_layer.routing.route`) whenever HELM sets its model: HELM's run spec
-``__post_init__`` already normalizes every run spec it builds, and HELM's expanders copy run specs with
-``dataclasses.replace``, which runs it again. HELM's own expanders stay as HELM ships them.
+model expander; ``model_deployment=`` picks a deployment), or without ``model=`` and with HELM's ``--models-to-run``
+(``roboreward models --group leaderboard|all|baselines --names`` prints a group). The run spec is a
+:class:`RoboRewardRunSpec`, which routes itself officially (:func:`helm_roboreward.helm_layer.routing.route`)
+whenever HELM sets its model: HELM's run spec ``__post_init__`` already normalizes every run spec it builds, and
+HELM's expanders copy run specs with ``dataclasses.replace``, which runs it again. HELM's own expanders stay as HELM
+ships them, and none is added.
 
 Every argument that changes results appears in the run name when it is not the default (frame options for
 frames runs only; ``layout``/``decoding`` where the deployment serves them), exactly: numbers by
@@ -20,16 +21,12 @@ from typing import Any
 
 from helm.benchmark.adaptation.adapter_spec import ADAPT_GENERATION_MULTIMODAL, AdapterSpec
 from helm.benchmark.metrics.metric import MetricSpec
-from helm.benchmark.run_expander import RUN_EXPANDERS, ModelRunExpander
 from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
-from helm.common.hierarchical_logger import hlog
 
 from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, DATASET_REVISION, SAMPLE_SUBSET_IDS, subset_group
-from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS
 from helm_roboreward.helm_layer.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES, PARSED_SCORE, SCORE_MODES
-from helm_roboreward.helm_layer.model_lifecycle import ALIASES, retired_runs_allowed, retirement_of
-from helm_roboreward.helm_layer.model_registry import DECODINGS, LAYOUTS, OFFICIAL, package_model_names
+from helm_roboreward.helm_layer.model_registry import DECODINGS, LAYOUTS, OFFICIAL
 from helm_roboreward.helm_layer.routing import (
     AUTO,
     RUN_SPEC_NAME,
@@ -53,8 +50,7 @@ JOBS_VARIABLE = "ROBOREWARD_JOBS"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
-__all__ = ["RoboRewardRunSpec", "RoboRewardModelsRunExpander", "data_label", "get_roboreward_spec",
-           "revision_label"]
+__all__ = ["RoboRewardRunSpec", "data_label", "get_roboreward_spec", "revision_label"]
 
 
 def parse_flag(name: str, value: str | int | float | bool) -> bool:
@@ -226,75 +222,3 @@ def metric_specs(failed: str = DEFAULT_FAILED_POLICY, score: str = PARSED_SCORE)
         MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args=args),
         MetricSpec(class_name="helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric", args={}),
     ]
-
-
-MODEL_GROUPS = ("leaderboard", "all", "baselines")
-"""Values of ``models=``: the published leaderboard's models, every model that takes images or video, the
-offline baselines."""
-
-BASELINES = ("baseline/constant-3", "baseline/uniform-random")
-
-
-def models_in_group(group: str) -> list[str]:
-    """The models ``models=<group>`` runs (registered, not retired, not aliases), in a fixed order.
-
-    - ``leaderboard``: the published leaderboard's models (:data:`helm_roboreward.core.leaderboard.LEADERBOARD_MODELS`);
-    - ``all``: HELM's vision-language model group (``model=vlm``), then the package's own current models;
-    - ``baselines``: the two offline baselines.
-    """
-    from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA
-
-    if group == "leaderboard":
-        names = list(LEADERBOARD_MODELS)
-    elif group == "all":
-        helm_vlm = ModelRunExpander("vlm").get_model_group_to_model_names()["vlm"]
-        names = list(helm_vlm) + [name for name in package_model_names() if name not in BASELINES]
-    elif group == "baselines":
-        names = list(BASELINES)
-    else:
-        raise ValueError(f"roboreward: models={group!r} is not one of {', '.join(MODEL_GROUPS)} (or name one model "
-                         "with model=<org/name>)")
-    kept = []
-    for name in dict.fromkeys(names):
-        if name not in MODEL_NAME_TO_MODEL_METADATA or name in ALIASES:
-            continue
-        retirement = retirement_of(name)
-        if retirement is not None and not retired_runs_allowed():
-            hlog(f"RoboReward: models={group} leaves out {name} (retired on {retirement.date.isoformat()}; "
-                 f"successor {retirement.successor})")
-            continue
-        kept.append(name)
-    return kept
-
-
-class RoboRewardModelsRunExpander(ModelRunExpander):
-    """``models=<group>``: one run per model of the group, each routed officially (a new expander key).
-
-    A subclass of HELM's model expander, so HELM does not add its default ``model=all`` to the entry; it sets
-    each model the way HELM's does (:meth:`replace_model_in_run_spec`), and the :class:`RoboRewardRunSpec`
-    routes it.
-    """
-
-    name = "models"
-
-    def __init__(self, value: Any) -> None:
-        super().__init__(value)
-        if str(value) not in MODEL_GROUPS:
-            raise ValueError(f"roboreward: models={value!r} is not one of {', '.join(MODEL_GROUPS)} (or name one "
-                             "model with model=<org/name>)")
-
-    def expand(self, run_spec: RunSpec) -> list[RunSpec]:
-        """One run spec per model of the group, each with its own routing request (never taken for HELM's group)."""
-        if not isinstance(run_spec, RoboRewardRunSpec) or run_spec.routing is None:
-            raise ValueError("roboreward: models= applies to roboreward entries only; other benchmarks name "
-                             "HELM's groups with model= (model=vlm, model=text, ...)")
-        children = []
-        for model in models_in_group(str(self.value)):
-            own = dataclasses.replace(run_spec, routing=dataclasses.replace(run_spec.routing))
-            children.append(self.replace_model_in_run_spec(model, own))
-        return children
-
-
-def install_expanders() -> None:
-    """Add the ``models`` expander key to HELM's expander registry (idempotent; HELM's own keys are untouched)."""
-    RUN_EXPANDERS.setdefault(RoboRewardModelsRunExpander.name, RoboRewardModelsRunExpander)

@@ -109,7 +109,7 @@ class RoboRewardScenario(Scenario):
             raise ValueError(
                 f"video={video!r} reached the scenario unresolved; expected one of {VIDEO_MODES[:2]}. "
                 "video=auto is resolved per model when the run entry names the model (model=<org/name> or "
-                "models=<group>) and helm-roboreward is installed; or pass video=frames / video=native explicitly."
+                "--models-to-run) and helm-roboreward is installed; or pass video=frames / video=native explicitly."
             )
         self.subset = subset
         self.data = data

@@ -27,7 +27,8 @@ import json
 import os
 import urllib.parse
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from helm.benchmark.adaptation.adapter_spec import AdapterSpec
 from helm.benchmark.presentation.run_display import write_run_display_json
@@ -127,7 +128,7 @@ def _remove_stale_display_files(run_path: str) -> None:
             pass  # absent: nothing stale
 
 
-def table_name(group: str, subgroup: str, args: dict[str, object]) -> str:
+def table_name(group: str, subgroup: str, args: Mapping[str, Any]) -> str:
     """A RoboReward scenario table's name, as readable as a run name: ``bridge_video=frames,fps=0.5``.
 
     HELM names a table ``<subgroup>_<every scenario argument>`` and writes ``groups/json/<group>_<table>.json``;

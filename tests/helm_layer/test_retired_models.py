@@ -90,8 +90,13 @@ def test_naming_a_retired_models_deployment_stops_too(monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("group", ["all", "leaderboard"])
 def test_model_groups_leave_retired_models_out(monkeypatch: pytest.MonkeyPatch, group: str) -> None:
     monkeypatch.delenv(ALLOW_RETIRED_VARIABLE, raising=False)
-    entry = f"roboreward:subset={SUBSET},data=sample,models={group}"
-    models = {spec.adapter_spec.model for spec in construct_run_specs(parse_object_spec(entry))}
+    from helm.benchmark.presentation.run_entry import RunEntry
+    from helm.benchmark.run import run_entries_to_run_specs
+
+    from helm_roboreward.helm_layer.model_catalog import models_in_group
+
+    entry = RunEntry(description=f"roboreward:subset={SUBSET},data=sample", priority=1, groups=None)
+    models = {spec.adapter_spec.model for spec in run_entries_to_run_specs([entry], models_to_run=models_in_group(group))}
     assert not models & set(RETIRED_MODELS)
     if group == "all":
         assert {"google/gemini-robotics-er-2-preview", "google/gemini-3.1-pro-preview"} <= models

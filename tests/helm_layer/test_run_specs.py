@@ -250,12 +250,23 @@ def test_local_data_accepts_any_subset_name(tmp_path) -> None:
 
 def test_model_vlm_names_the_new_spelling() -> None:
     """A HELM model group no longer holds this package's models (other benchmarks stay as stock HELM's)."""
-    with pytest.raises(ValueError, match="models=all"):
+    with pytest.raises(ValueError, match=r"--models-to-run \$\(roboreward models --group all --names\)"):
         expand("roboreward:subset=bridge,model=vlm")
 
 
-def test_models_all_expands_with_every_video_mode_resolved() -> None:
-    specs = expand("roboreward:subset=bridge,models=all")
+def expand_group(description: str, group: str) -> list[RunSpec]:
+    """What helm-run builds for ``--models-to-run $(roboreward models --group <group> --names)``."""
+    from helm.benchmark.presentation.run_entry import RunEntry
+    from helm.benchmark.run import run_entries_to_run_specs
+
+    from helm_roboreward.helm_layer.model_catalog import models_in_group
+
+    return run_entries_to_run_specs([RunEntry(description=description, priority=1, groups=None)],
+                                    models_to_run=models_in_group(group))
+
+
+def test_every_model_in_one_entry_with_every_video_mode_resolved() -> None:
+    specs = expand_group("roboreward:subset=bridge", "all")
     assert len(specs) > 50
     names = [spec.name for spec in specs]
     assert len(names) == len(set(names)), "two runs would share an output folder"
@@ -267,9 +278,9 @@ def test_models_all_expands_with_every_video_mode_resolved() -> None:
     assert modes[GEMINI_FLASH] == "native"
     assert modes[GPT5_MINI] == "frames"
     assert modes[CLAUDE] == "frames"
-    assert CONSTANT not in modes and RANDOM not in modes  # baselines: models=baselines
+    assert CONSTANT not in modes and RANDOM not in modes  # baselines: a group of their own
     assert {"teetone/roboreward-8b", "qwen/qwen3-vl-8b-instruct"} <= set(modes)
-    baselines = expand("roboreward:subset=bridge,models=baselines")
+    baselines = expand_group("roboreward:subset=bridge", "baselines")
     assert [spec.adapter_spec.model for spec in baselines] == [CONSTANT, RANDOM]
     for spec in specs:  # every native run goes to a deployment whose client can send the mp4
         if spec.scenario_spec.args["video"] == "native":

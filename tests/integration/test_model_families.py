@@ -223,7 +223,8 @@ def test_run_name_carries_the_resolved_video_mode(families: FamiliesRun, family:
     assert f"video={family.mode}" in family.run_name
     for state in families.states(family):
         assert state["instance"]["extra_data"]["video_mode"] == family.mode
-        assert state["instance"]["extra_data"]["video_request"] == "auto"
+    spec = json.loads((families.run_dir(family) / "run_spec.json").read_text(encoding="utf-8"))
+    assert spec["routing"]["video"] == "auto"  # what the entry asked, kept with the run (provenance)
 
 
 def test_every_request_belongs_to_a_family(families: FamiliesRun) -> None:
