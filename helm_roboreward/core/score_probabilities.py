@@ -15,12 +15,15 @@ the answer:
    digit (``"3"``, ``" 3"``) adding their probabilities, renormalised to a distribution over 1..5.
 
 No distribution (None) when there is no parsed number, no covering candidate, no alternative among 1..5,
-or when the parsed number is not ONE character: ``10``, ``-1``, ``3.5`` and ``315`` are read by the
+when an alternative of the covering candidate has a value that is no log-probability (NaN, above 0 beyond
+rounding, +inf, or not a number: the record is broken, and dropping that alternative would hand its mass to
+the others, e.g. ``{"3": NaN, "4": -0.7, "5": -0.7}`` would read as P(4) = P(5) = 0.5), or when the parsed
+number is not ONE character: ``10``, ``-1``, ``3.5`` and ``315`` are read by the
 official rule as those values, while the covering token's alternatives only describe its first
 character (the "1" of "10" is not the score 1), so mixing them in would misstate what was parsed. A single
 digit outside 1..5 (``0``, ``7``) does get the renormalised distribution of its 1..5 alternatives: the
 expected reward is defined over the rubric's scores. The caller decides what a row without a distribution
-gets; nothing here falls back to the parsed score.
+gets; nothing here falls back to the parsed score; :func:`no_distribution_reason` says why there is none.
 """
 
 import math
@@ -40,6 +43,9 @@ SCORE_TOKEN_LOGPROBS = "score_token_logprobs"
 
 SCORE_TOKENS: dict[str, int] = {str(score): score for score in range(MIN_SCORE, MAX_SCORE + 1)}
 """The stripped alternative texts that count, and the score each stands for."""
+
+LOGPROB_ROUNDING = 1e-6
+"""A log-probability up to this far above 0 is rounding (a probability of 1 computed in floating point)."""
 
 
 
@@ -70,6 +76,48 @@ def covering_candidate(candidates: Sequence[Mapping[str, Any]], position: int) -
     return None
 
 
+def _impossible_log_probability(alternative: str, value: object) -> str | None:
+    """Why ``value`` is not a log-probability (a number <= 0, -inf included), or None when it is one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"the log-probability of {alternative!r} is not a number ({value!r})"
+    if math.isnan(value):
+        return f"the log-probability of {alternative!r} is NaN"
+    if value > LOGPROB_ROUNDING:
+        return f"the log-probability of {alternative!r} is positive ({value!r}): not a log-probability"
+    return None
+
+
+def _read_distribution(text: str, candidates: Sequence[Mapping[str, Any]]) -> tuple[dict[int, float] | None, str]:
+    """The distribution of :func:`score_distribution`, or None with the reason."""
+    span = parsed_number_span(text)
+    if span is None:
+        return None, "the official rule parses no number"
+    if span[1] - span[0] != 1:
+        return None, f"the parsed number {text[span[0]:span[1]]!r} is not one character"
+    candidate = covering_candidate(candidates, span[0])
+    top = candidate.get("top") if candidate is not None else None
+    if not isinstance(top, Mapping):
+        return None, "no log-probability record covers the parsed number"
+    logprobs: dict[int, list[float]] = {}
+    for alternative, logprob in top.items():
+        if not isinstance(alternative, str):
+            continue  # not a token text: a malformed entry, skipped
+        problem = _impossible_log_probability(alternative, logprob)
+        if problem is not None:
+            return None, problem
+        score = SCORE_TOKENS.get(alternative.strip())
+        if score is not None:
+            logprobs.setdefault(score, []).append(min(float(logprob), 0.0))
+    ceiling = max((max(values) for values in logprobs.values()), default=-math.inf)
+    if ceiling == -math.inf:
+        return None, "no alternative among 1..5"
+    # Scaled by exp(-ceiling) so that log-probabilities far below 0 (vLLM floors at -9999) do not underflow.
+    mass = {score: sum(math.exp(value - ceiling) for value in logprobs.get(score, []))
+            for score in SCORE_TOKENS.values()}
+    total = sum(mass.values())
+    return {score: weight / total for score, weight in mass.items()}, ""
+
+
 def score_distribution(text: str, candidates: Sequence[Mapping[str, Any]]) -> dict[int, float] | None:
     """The probability of each score 1..5 at the answer's score token, renormalised over 1..5.
 
@@ -79,32 +127,17 @@ def score_distribution(text: str, candidates: Sequence[Mapping[str, Any]]) -> di
 
     Returns:
         ``{1: p1, ..., 5: p5}`` summing to 1 (scores without an alternative get 0), or None: no parsed
-        number, a parsed number longer than one character, no candidate covering it, or no alternative
-        among 1..5 with a positive probability.
+        number, a parsed number longer than one character, no candidate covering it, an alternative whose value
+        is no log-probability (NaN, positive, not a number), or no alternative among 1..5 with a positive
+        probability (:func:`no_distribution_reason` says which).
     """
-    span = parsed_number_span(text)
-    if span is None or span[1] - span[0] != 1:
-        return None
-    candidate = covering_candidate(candidates, span[0])
-    top = candidate.get("top") if candidate is not None else None
-    if not isinstance(top, Mapping):
-        return None
-    logprobs: dict[int, list[float]] = {}
-    for alternative, logprob in top.items():
-        score = SCORE_TOKENS.get(alternative.strip()) if isinstance(alternative, str) else None
-        if score is not None and isinstance(logprob, (int, float)) and not math.isnan(logprob) \
-                and logprob != math.inf:
-            logprobs.setdefault(score, []).append(float(logprob))
-    if not logprobs:
-        return None
-    ceiling = max(max(values) for values in logprobs.values())
-    if ceiling == -math.inf:
-        return None
-    # Scaled by exp(-ceiling) so that log-probabilities far below 0 (vLLM floors at -9999) do not underflow.
-    mass = {score: sum(math.exp(value - ceiling) for value in logprobs.get(score, []))
-            for score in SCORE_TOKENS.values()}
-    total = sum(mass.values())
-    return {score: weight / total for score, weight in mass.items()}
+    return _read_distribution(text, candidates)[0]
+
+
+def no_distribution_reason(text: str, candidates: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why :func:`score_distribution` gives None for this answer (one line), or None when it gives a distribution."""
+    distribution, reason = _read_distribution(text, candidates)
+    return None if distribution is not None else reason
 
 
 def expected_score(distribution: Mapping[int, float]) -> float:
@@ -124,5 +157,5 @@ def success_probability(distribution: Mapping[int, float]) -> float:
     return float(distribution.get(MAX_SCORE, 0.0))
 
 
-__all__: list[str] = ["score_distribution", "expected_score", "success_probability", "parsed_number_span",
-                      "covering_candidate", "SCORE_TOKENS"]
+__all__: list[str] = ["score_distribution", "no_distribution_reason", "expected_score", "success_probability",
+                      "parsed_number_span", "covering_candidate", "SCORE_TOKENS"]

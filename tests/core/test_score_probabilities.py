@@ -10,6 +10,7 @@ from helm_roboreward.core.score_probabilities import (
     _ANSWER_PATTERN,
     _LEADING_NUMBER_PATTERN,
     expected_score,
+    no_distribution_reason,
     parsed_number_span,
     score_distribution,
     success_probability,
@@ -145,9 +146,45 @@ def test_a_single_digit_outside_1_to_5_gets_its_1_to_5_alternatives() -> None:
 def test_malformed_candidates_are_skipped() -> None:
     candidates: list[dict[str, Any]] = [
         {"offset": "8", "text": "3", "top": {"1": -0.1}}, {"text": "3"}, {"offset": 8, "text": None},
-        {"offset": 8, "text": "3", "top": ["3"]}, with_top(8, "3", {"3": -0.2, 4: -0.1, "4": "x"})]
+        {"offset": 8, "text": "3", "top": ["3"]}, with_top(8, "3", {"3": -0.2, 4: -0.1})]
     assert score_distribution("ANSWER: 3", candidates[:4]) is None
     assert score_distribution("ANSWER: 3", candidates[:3] + candidates[4:]) == {1: 0.0, 2: 0.0, 3: 1.0, 4: 0.0, 5: 0.0}
+
+
+@pytest.mark.parametrize("value, reason", [
+    (math.nan, "is NaN"),
+    (0.5, "is positive (0.5)"),
+    (math.inf, "is positive (inf)"),
+    ("x", "is not a number ('x')"),
+    (True, "is not a number (True)"),
+])
+@pytest.mark.parametrize("alternative", ["3", "4", "other"])
+def test_an_impossible_log_probability_leaves_the_row_without_a_distribution(value: Any, reason: str,
+                                                                             alternative: str) -> None:
+    """NaN, a positive value or a non-number at the answer token: the record is broken, so no distribution (before:
+    NaN was dropped and {3: NaN, 4: -0.7, 5: -0.7} gave P(4) = P(5) = 0.5), and the reason names the alternative."""
+    top = {"3": -0.1, "4": -0.7, "5": -0.7, "other": -3.0, alternative: value}
+    assert score_distribution("ANSWER: 3", [with_top(8, "3", top)]) is None
+    why = no_distribution_reason("ANSWER: 3", [with_top(8, "3", top)])
+    assert why is not None and f"log-probability of {alternative!r} {reason}" in why
+
+
+def test_rounding_just_above_zero_is_a_probability_of_one() -> None:
+    distribution = score_distribution("ANSWER: 3", [with_top(8, "3", {"3": 1e-9, "4": -math.inf, "x": -30.0})])
+    assert distribution == {1: 0.0, 2: 0.0, 3: 1.0, 4: 0.0, 5: 0.0}
+    assert no_distribution_reason("ANSWER: 3", [with_top(8, "3", {"3": 1e-9})]) is None
+
+
+@pytest.mark.parametrize("text, candidates, reason", [
+    ("no answer", [], "the official rule parses no number"),
+    ("ANSWER: 10", [], "the parsed number '10' is not one character"),
+    ("ANSWER: 3", [], "no log-probability record covers the parsed number"),
+    ("ANSWER: 3", [{"offset": 8, "text": "3", "top": ["3"]}], "no log-probability record covers the parsed number"),
+    ("ANSWER: 3", [{"offset": 8, "text": "3", "top": {"x": -0.1}}], "no alternative among 1..5"),
+])
+def test_the_reason_for_a_missing_distribution(text: str, candidates: list[dict[str, Any]], reason: str) -> None:
+    assert score_distribution(text, candidates) is None
+    assert no_distribution_reason(text, candidates) == reason
 
 
 def test_expected_score_of_an_empty_distribution_is_an_error() -> None:
