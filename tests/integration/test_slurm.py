@@ -237,10 +237,9 @@ def test_slurm_part_stays_fast(runs: Runs) -> None:
 # A worker job runs `python -m helm.benchmark.slurm_runner`, which registers HELM's configuration and the
 # --local-path YAML but never loads plugins (helm-run's load_entry_point_plugins). Before the scenario module
 # registered the plugin on import, whatever the plugin registers in code was missing in the job: the twin
-# deployments (`<deployment>-greedy`, `google/<model>-one-message`) and the removal of the request-limit client
-# arguments (measured on the local cluster: a `decoding=greedy` run failed with ModelDeploymentNotFoundError, a
-# `layout=one_message` Gemini run went through HELM's generic Google deployment generator, a deployment declaring
-# `max_images_per_prompt` failed with a TypeError). These tests run the worker's own setup without Slurm.
+# deployments (`<deployment>-greedy`, `google/<model>-one-message`) (measured on the local cluster: a
+# `decoding=greedy` run failed with ModelDeploymentNotFoundError, a `layout=one_message` Gemini run went through
+# HELM's generic Google deployment generator). These tests run the worker's own setup without Slurm.
 
 WORKER_PROBE = r"""
 import json, sys
@@ -264,15 +263,11 @@ print(json.dumps(found))
 
 @pytest.fixture(scope="module")
 def worker_view(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
-    """What a worker's registry holds, with a --local-path whose baseline declares a request limit."""
+    """What a worker's registry holds, with the package's --local-path."""
     local = tmp_path_factory.mktemp("worker") / "local"
     local.mkdir()
     (local / "model_metadata.yaml").symlink_to(PROD_ENV / "model_metadata.yaml")
-    deployments = (PROD_ENV / "model_deployments.yaml").read_text(encoding="utf-8")
-    marker = "        score: 3\n"
-    assert marker in deployments
-    (local / "model_deployments.yaml").write_text(
-        deployments.replace(marker, marker + "        max_images_per_prompt: 64\n", 1), encoding="utf-8")
+    (local / "model_deployments.yaml").symlink_to(PROD_ENV / "model_deployments.yaml")
     probe = subprocess.run([sys.executable, "-c", WORKER_PROBE, str(local)], capture_output=True, text=True,
                            env=helm_environment(), timeout=300)
     check_completed(probe, "worker probe")
@@ -283,7 +278,3 @@ def test_worker_knows_the_twin_deployments(worker_view: dict[str, list[Any]]) ->
     assert worker_view["google/gemini-2.5-pro-one-message"][0] == (
         "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient")
     assert worker_view["vllm/qwen3-vl-8b-instruct-greedy"][0].endswith("OpenAIVideoClient")
-
-
-def test_worker_strips_request_limit_arguments(worker_view: dict[str, list[Any]]) -> None:
-    assert "max_images_per_prompt" not in worker_view["baseline/constant-3"][1]
