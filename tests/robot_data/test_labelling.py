@@ -1,8 +1,8 @@
 """``roboreward label`` for real: a LeRobot v3.0 dataset (AV1, shared mp4s) scored through helm-run.
 
 Prefix mode with ``baseline/constant-3`` (every output file), episode mode with ``baseline/uniform-random`` on a
-selection, and the tiny random Qwen3-VL through the in-process transformers client (needs torchcodec with FFmpeg's
-libraries, as every transformers-client test). Each checks that the placeholder reward reaches no model, that no
+selection, and the tiny random Qwen3-VL through the in-process transformers client (PyAV decodes where torchcodec
+cannot). Each checks that the placeholder reward reaches no model, that no
 gold-based statistic is reported, and that the source dataset is untouched.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
-from transformers.utils import is_torchcodec_usable
 
 from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.robot_data.importing import ImportRequest
@@ -177,8 +176,6 @@ def test_out_inside_the_dataset_and_bad_entries_are_refused(dataset: Path) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not is_torchcodec_usable("video"), reason="torchcodec cannot decode video here: pip install "
-                    "torchcodec and FFmpeg's shared libraries (apt-get install ffmpeg)")
 def test_the_tiny_qwen3vl_labels_through_the_transformers_client(dataset: Path, tiny_qwen3vl: Path,
                                                                  tmp_path: Path) -> None:
     local = transformers_local_path(tmp_path / "local", "transformers/tiny-qwen3-vl", tiny_qwen3vl)
