@@ -196,9 +196,9 @@ def add_model_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     add.add_argument("--max-videos-per-prompt", type=int, help="the server's per-request video limit")
     add.add_argument("--max-sequence-length", type=int, help="the context window in tokens (optional)")
     add.add_argument("--timeout", type=float, metavar="SECONDS", help="vllm: seconds to wait for one response "
-                     "(OpenAIVideoClient's timeout_seconds; default 600)")
+                     "(OpenAIVideoClient's timeout_seconds; default: the client's)")
     add.add_argument("--max-retries", type=int, metavar="N", help="vllm: the client's retries of a failed request "
-                     "(default 4)")
+                     "(OpenAIVideoClient's max_retries; default: the client's)")
     add.add_argument("--family", help="qwen3-vl (RoboReward fine-tunes too), qwen2.5-vl or none: the family's "
                      "decoding and frame rule for a vllm / transformers checkpoint (default: from the model name or "
                      "--api-id)")
@@ -289,11 +289,28 @@ def _estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def require_local_path_folder(local_path: str) -> None:
+    """Refuse a ``--local-path`` that is a file or a link to no folder (helm-run would silently load nothing there).
+
+    A path that does not exist is fine: it holds no models (the default ``prod_env`` outside a checkout).
+    """
+    if not os.path.lexists(local_path) or os.path.isdir(local_path):
+        return
+    if os.path.islink(local_path):
+        target = os.path.realpath(local_path)
+        what = "which does not exist" if not os.path.lexists(target) else "a file, not a folder"
+        raise ValueError(f"--local-path {local_path} is a link to {target}, {what}; give the folder that holds "
+                         "model_metadata.yaml / model_deployments.yaml (helm-run's --local-path)")
+    raise ValueError(f"--local-path {local_path} is a file, not a folder; give the folder that holds "
+                     "model_metadata.yaml / model_deployments.yaml (helm-run's --local-path)")
+
+
 def _models(args: argparse.Namespace) -> int:
     from helm_roboreward.helm_layer.model_catalog import COLUMNS, catalog
     from helm_roboreward.helm_layer.registries import load_registries
     from helm_roboreward.presentation.tables import csv_text, format_text_table
 
+    require_local_path_folder(args.local_path)
     load_registries(args.local_path)
     if args.group:
         from helm_roboreward.helm_layer.model_catalog import entry_for, models_in_group

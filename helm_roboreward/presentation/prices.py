@@ -7,13 +7,50 @@ Format (USD per million tokens, one entry per model name)::
       output: 2.00
     anthropic/claude-sonnet-4-5-20250929: {input: 3.00, output: 15.00}
 
-Every model of the estimate must have an entry; prices change, so copy them from the provider's page.
+Every model of the estimate must have an entry; prices change, so copy them from the provider's page. A model
+(or ``input`` / ``output``) written twice is refused, never "the last one wins"; numbers may use an exponent
+(``1e3``, ``2.5e-1``: YAML 1.1 would read ``1e3`` as text); a price must be finite, >= 0 and at most
+:data:`MAX_PRICE` (above it a cost would be nonsense, and ``1.7e+308`` would print ``inf``).
 """
 
 import math
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
+
+MAX_PRICE = 1_000_000.0
+"""USD per million tokens: far above any provider's price (1 USD per token), low enough that any cost is finite."""
+
+_EXPONENT_NUMBER = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+"""``1e3``, ``1.5E-2``: numbers YAML 1.2 reads and YAML 1.1 (PyYAML) would take for text."""
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: object, first: int, second: int) -> None:
+        super().__init__(key)
+        self.key, self.first, self.second = key, first, second
+
+
+class _PriceLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing repeated keys and reading exponent numbers as numbers."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKeyError(key, seen[key], line)
+                seen[key] = line
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                break
+        return super().construct_mapping(node, deep=deep)
+
+
+_PriceLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_NUMBER, list("-+0123456789"))
 
 
 class PriceError(ValueError):
@@ -36,8 +73,10 @@ _EXAMPLE = "e.g.\n  openai/gpt-5-mini-2025-08-07: {input: 0.25, output: 2.00}"
 
 
 def _number(path: str, model: str, key: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise PriceError(f"{path}: {model}: {key}: {value!r} must be a number >= 0 (USD per million tokens)")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not (
+            0 <= value <= MAX_PRICE):
+        raise PriceError(f"{path}: {model}: {key}: {value!r} must be a number >= 0 and at most {MAX_PRICE:,.0f} (USD "
+                         "per million tokens), e.g. 0.25 or 1.5e-1")
     return float(value)
 
 
@@ -45,11 +84,12 @@ def read_prices(path: str) -> dict[str, Price]:
     """The prices of a file, by model name.
 
     Raises:
-        PriceError: The file is missing, not YAML, or an entry lacks a number for ``input`` or ``output``.
+        PriceError: The file is missing, not YAML, repeats a key, or an entry lacks a plausible number for
+            ``input`` or ``output``.
     """
     try:
         with open(path, encoding="utf-8") as handle:
-            content = yaml.safe_load(handle)
+            content = yaml.load(handle, Loader=_PriceLoader)  # noqa: S506  (a SafeLoader subclass)
     except FileNotFoundError:
         raise PriceError(f"--prices {path}: no such file; write one with USD per million tokens per model, "
                          f"{_EXAMPLE}") from None
@@ -57,6 +97,11 @@ def read_prices(path: str) -> dict[str, Price]:
         raise PriceError(f"--prices {path}: cannot read it ({error})") from None
     except yaml.YAMLError as error:
         raise PriceError(f"--prices {path}: not valid YAML ({' '.join(str(error).split())})") from None
+    except _DuplicateKeyError as error:
+        where = (f"lines {error.first} and {error.second}" if error.first != error.second
+                 else f"on line {error.first}")
+        raise PriceError(f"--prices {path}: {error.key!r} appears twice ({where}); keep one entry per model, with "
+                         "one input and one output price") from None
     if not isinstance(content, dict) or not content:
         raise PriceError(f"--prices {path}: expected a mapping of model names to their prices, {_EXAMPLE}")
     prices = {}

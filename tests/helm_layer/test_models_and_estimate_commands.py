@@ -152,3 +152,59 @@ def test_estimate_names_a_model_the_price_file_lacks(tmp_path: Path) -> None:
                          str(prices))
     assert process.returncode == 2
     assert f"no price for {MODELS[1]}" in process.stderr
+
+
+# --------------------------------------------------------------------------------------------- price files
+
+
+def write_prices(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "prices.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_a_price_file_with_a_model_twice_is_refused(tmp_path: Path) -> None:
+    from helm_roboreward.presentation.prices import PriceError, read_prices
+
+    path = write_prices(tmp_path, "acme/a: {input: 1, output: 2}\nacme/b: {input: 1, output: 2}\n"
+                                  "acme/a: {input: 9, output: 9}\n")
+    with pytest.raises(PriceError, match=r"'acme/a' appears twice \(lines 1 and 3\)"):
+        read_prices(path)
+    with pytest.raises(PriceError, match=r"'input' appears twice \(on line 1\)"):
+        read_prices(write_prices(tmp_path, "acme/a: {input: 1, input: 2, output: 2}\n"))
+
+
+@pytest.mark.parametrize("written, value", [("1e3", 1000.0), ("2.5E-1", 0.25), ("1e+2", 100.0), ("3", 3.0),
+                                            ("0.25", 0.25), ("1_000", 1000.0)])
+def test_prices_in_exponent_notation_are_numbers(tmp_path: Path, written: str, value: float) -> None:
+    from helm_roboreward.presentation.prices import read_prices
+
+    prices = read_prices(write_prices(tmp_path, f"acme/a: {{input: {written}, output: 1}}\n"))
+    assert prices["acme/a"].input_per_million == value
+
+
+@pytest.mark.parametrize("written", ["1.7e+308", "1e7", ".inf", "'1e3'", "abc", "-1"])
+def test_a_price_that_is_no_plausible_number_is_refused(tmp_path: Path, written: str) -> None:
+    from helm_roboreward.presentation.prices import PriceError, read_prices
+
+    with pytest.raises(PriceError, match=r"acme/a: input: .* must be a number >= 0 and at most 1,000,000 \(USD per "
+                                         r"million tokens\)"):
+        read_prices(write_prices(tmp_path, f"acme/a: {{input: {written}, output: 1}}\n"))
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling link", "link to a file"])
+def test_models_refuses_a_local_path_that_is_not_a_folder(tmp_path: Path, kind: str) -> None:
+    local = tmp_path / "env"
+    if kind == "file":
+        local.write_text("not a folder\n", encoding="utf-8")
+        expected = f"--local-path {local} is a file, not a folder"
+    elif kind == "dangling link":
+        local.symlink_to(tmp_path / "gone")
+        expected = f"--local-path {local} is a link to {tmp_path / 'gone'}, which does not exist"
+    else:
+        (tmp_path / "file").write_text("x", encoding="utf-8")
+        local.symlink_to(tmp_path / "file")
+        expected = f"--local-path {local} is a link to {tmp_path / 'file'}, a file, not a folder"
+    process = roboreward("models", "--local-path", str(local))
+    assert process.returncode == 2, process.stdout[-2000:]
+    assert expected in process.stderr and "Traceback" not in process.stderr
