@@ -96,7 +96,8 @@ def test_model_groups_leave_retired_models_out(monkeypatch: pytest.MonkeyPatch, 
     from helm_roboreward.helm_layer.model_catalog import models_in_group
 
     entry = RunEntry(description=f"roboreward:subset={SUBSET},data=sample", priority=1, groups=None)
-    models = {spec.adapter_spec.model for spec in run_entries_to_run_specs([entry], models_to_run=models_in_group(group))}
+    specs = run_entries_to_run_specs([entry], models_to_run=models_in_group(group))
+    models = {spec.adapter_spec.model for spec in specs}
     assert not models & set(RETIRED_MODELS)
     if group == "all":
         assert {"google/gemini-robotics-er-2-preview", "google/gemini-3.1-pro-preview"} <= models

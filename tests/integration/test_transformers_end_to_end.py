@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helm_roboreward.helm_layer.clients.transformers_client import PYAV, TORCHCODEC, torchcodec_usable
+from helm_roboreward.helm_layer.clients.video_decoders import PYAV, TORCHCODEC, torchcodec_usable
 from tests.helpers.harness import (
     TRANSFORMERS_ENVIRONMENT,
     check_completed,

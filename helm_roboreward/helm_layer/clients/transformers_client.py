@@ -67,7 +67,7 @@ what the path route gives it, so the same frames reach the model:
   ``do_sample_frames=False``, so the frame timestamps in the prompt come from the same indices and fps.
 
 Checked on the sample videos and a 401-frame 512x288 h264 clip: identical ``pixel_values_videos``,
-``video_grid_thw`` and prompt tokens from both routes (tests/helm_layer/clients/test_transformers_decoders.py).
+``video_grid_thw`` and prompt tokens from both routes (tests/helm_layer/clients/test_video_decoders.py).
 Memory: only the kept frames are held (a 401-frame 512x288 clip at 15 fps keeps 53 frames, 23 MB as uint8; all
 401 would be 177 MB), as in the torchcodec route. ``finish_reason["video_decoder"]`` and
 ``["video_decoder_version"]`` record which ran.
@@ -132,6 +132,14 @@ from helm_roboreward.helm_layer.clients.openai_video_client import (
     split_reasoning,
     warn_once,
 )
+from helm_roboreward.helm_layer.clients.video_decoders import (
+    AUTO,
+    INSTALL_HINT,
+    PYAV,
+    VideoDecoderError,
+    choose_video_decoder,
+    decode_videos_with_pyav,
+)
 
 CHECKPOINT = "checkpoint"
 GREEDY = "greedy"
@@ -148,14 +156,8 @@ CHAT_TEMPLATE_FALLBACK = "Qwen/Qwen3-VL-4B-Instruct"
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
-AUTO = "auto"
-TORCHCODEC = "torchcodec"
-PYAV = "pyav"
-VIDEO_DECODERS = (AUTO, TORCHCODEC, PYAV)
 """``video_decoder`` values: ``auto`` is torchcodec (official) where it loads, else PyAV (module docstring)."""
 
-INSTALL_HINT = 'pip install "helm-roboreward[transformers]" (transformers, torchcodec, accelerate)'
-FFMPEG_HINT = "FFmpeg's shared libraries, which torchcodec loads (Debian/Ubuntu: apt-get install ffmpeg)"
 
 DIGESTED_FILE_BYTES = 64 * 1024 * 1024
 """Files of a local checkpoint up to this size enter the cache key by SHA-256, larger ones by size and mtime."""
@@ -197,54 +199,6 @@ def load_counts() -> dict[str, int]:
         return dict(_LOAD_COUNTS)
 
 
-def torchcodec_usable() -> bool:
-    """Whether torchcodec is installed and loads FFmpeg, i.e. transformers' processor can decode a video path."""
-    try:
-        from transformers.utils import is_torchcodec_usable
-    except ImportError:  # transformers < 5 (e.g. 4.57, the official run's generation): import it to find out
-        return _torchcodec_imports()
-    return bool(is_torchcodec_usable("video"))
-
-
-def require_torchcodec() -> str:
-    """The torchcodec version, after checking that it loads with FFmpeg and can decode video.
-
-    Raises:
-        TransformersClientError: torchcodec is not installed or cannot load FFmpeg.
-    """
-    if not torchcodec_usable():
-        raise TransformersClientError(
-            "TransformersQwen3VLClient: video_decoder='torchcodec', but torchcodec is not installed or cannot load "
-            f"FFmpeg. Install: {INSTALL_HINT} and {FFMPEG_HINT}; or use video_decoder='auto' (PyAV where "
-            "torchcodec cannot load)."
-        )
-    return importlib.metadata.version("torchcodec")
-
-
-def choose_video_decoder(video_decoder: str) -> tuple[str, str]:
-    """The decoder that will run for ``video_decoder`` (``auto``: torchcodec where it loads) and its version.
-
-    Raises:
-        ValueError: ``video_decoder`` is not one of :data:`VIDEO_DECODERS`.
-        TransformersClientError: ``torchcodec`` was asked for and cannot load.
-    """
-    if video_decoder not in VIDEO_DECODERS:
-        raise ValueError(f"TransformersQwen3VLClient: video_decoder must be one of {VIDEO_DECODERS}, got "
-                         f"{video_decoder!r}")
-    if video_decoder == TORCHCODEC or (video_decoder == AUTO and torchcodec_usable()):
-        return TORCHCODEC, require_torchcodec()
-    return PYAV, importlib.metadata.version("av")
-
-
-def _torchcodec_imports() -> bool:
-    try:
-        import torchcodec
-        from torchcodec.decoders import VideoDecoder  # noqa: F401  (fails without FFmpeg before torchcodec 0.16)
-    except Exception:  # torchcodec raises RuntimeError or OSError when its libraries do not load
-        return False
-    return getattr(torchcodec, "ffmpeg_major_version", 0) is not None
-
-
 def checkpoint_fingerprint(folder: str) -> dict[str, Any]:
     """What the cache key holds of a local checkpoint folder, so that changed files never get old answers.
 
@@ -265,113 +219,6 @@ def checkpoint_fingerprint(folder: str) -> dict[str, Any]:
             except OSError as error:  # a broken link: recorded, the load will say what is wrong
                 files[os.path.relpath(path, folder)] = f"unreadable: {error.strerror}"
     return files
-
-
-def pyav_video(path: str, video_processor: Any) -> tuple[Any, Any]:
-    """The frames ``video_processor`` keeps from the video at ``path``, decoded with PyAV, and their metadata.
-
-    What transformers' path route with torchcodec gives the processor (module docstring, "Video decoder"): the
-    returned ``VideoMetadata`` has ``frames_indices`` set, for ``do_sample_frames=False``.
-
-    Raises:
-        ValueError: The file is not a video, has no video frames, or a kept frame does not decode.
-    """
-    import av
-    import numpy as np
-    from av.video.reformatter import VideoReformatter
-    from transformers.video_utils import VideoMetadata
-
-    from helm_roboreward.media.decoding import decode_frames
-
-    try:
-        probe, duration = scan_like_torchcodec(path)
-        metadata = VideoMetadata(total_num_frames=probe.num_frames, fps=probe.native_fps or None, width=probe.width,
-                                 height=probe.height, duration=duration, video_backend=PYAV)
-        if getattr(video_processor, "do_sample_frames", False):  # the arguments its preprocessing passes
-            chosen = video_processor.sample_frames(metadata, num_frames=getattr(video_processor, "num_frames", None),
-                                                   fps=getattr(video_processor, "fps", None))
-            indices = [int(index) for index in chosen]
-        else:
-            indices = list(range(probe.num_frames))
-        reformatter = VideoReformatter()  # one per video: a swscale context is not shared between threads
-        frames = {index: _rgb(frame, reformatter) for index, frame in decode_frames(path, indices, probe)}
-    except av.FFmpegError as error:
-        raise ValueError(f"{path}: PyAV cannot read it as a video ({error})") from None
-    missing = sorted(set(indices) - set(frames))
-    if missing:
-        raise ValueError(f"{path}: frame {missing[0]} of the {probe.num_frames} frames its packets announce does not "
-                         f"decode ({len(missing)} kept frames missing; torchcodec fails on such a file too)")
-    video = np.stack([frames[index] for index in indices])
-    metadata.frames_indices = indices
-    metadata.height, metadata.width = int(video.shape[1]), int(video.shape[2])  # after rotation, as torchcodec's
-    return video, metadata
-
-
-def scan_like_torchcodec(path: str) -> tuple[Any, float | None]:
-    """One demux pass (no decoding) counting as torchcodec's exact seek mode does: the probe and the duration (s).
-
-    ``probe.num_frames``, ``probe.native_fps`` and the duration equal torchcodec's ``num_frames``, ``average_fps``
-    and ``duration_seconds`` bit for bit (the frame timestamps in the prompt are rounded from them).
-
-    Raises:
-        ValueError: No video stream, or no frames in it.
-        av.FFmpegError: The file cannot be read as a container.
-    """
-    import av
-
-    from helm_roboreward.media.decoding import VideoProbe
-
-    with av.open(path) as container:
-        if not container.streams.video:
-            raise ValueError(f"{path}: no video stream")
-        stream = container.streams.video[0]
-        entries: list[tuple[int, bool]] = []
-        begin, end = None, None
-        for packet in container.demux(stream):
-            if packet.size == 0 or packet.is_discard:  # PyAV's flush packet; packets an edit list cuts away
-                continue
-            stamp = packet.pts if packet.pts is not None else packet.dts
-            stamp = len(entries) if stamp is None else stamp
-            entries.append((stamp, bool(packet.is_keyframe)))
-            begin = stamp if begin is None else min(begin, stamp)
-            end = stamp + (packet.duration or 0) if end is None else max(end, stamp + (packet.duration or 0))
-        if not entries or begin is None or end is None:
-            raise ValueError(f"{path}: the video stream has no frames")
-        header_fps = float(stream.average_rate) if stream.average_rate else 0.0
-        duration = None
-        if stream.time_base:  # in torchcodec's doubles, bit for bit: seconds = pts * num / den, fps = n / duration
-            num, den = stream.time_base.numerator, stream.time_base.denominator
-            duration = float(end) * num / den - float(begin) * num / den
-        entries.sort(key=lambda entry: entry[0])
-        probe = VideoProbe(
-            num_frames=len(entries), native_fps=len(entries) / duration if duration else header_fps,
-            width=stream.codec_context.width, height=stream.codec_context.height, codec=stream.codec_context.name,
-            keyframes=tuple(index for index, (_, key) in enumerate(entries) if key) or (0,),
-            timestamps=tuple(stamp for stamp, _ in entries))
-        return probe, duration
-
-
-def _rgb(frame: Any, reformatter: Any) -> Any:
-    """One frame as an RGB ``uint8`` array (height, width, 3), turned upright as its display matrix asks."""
-    import numpy as np
-
-    rgb = reformatter.reformat(frame, format="rgb24").to_ndarray()
-    quarter_turns = round((getattr(frame, "rotation", 0) or 0) / 90) % 4  # counter-clockwise, as media.decoding
-    return np.ascontiguousarray(np.rot90(rgb, quarter_turns)) if quarter_turns else rgb
-
-
-def decode_videos_with_pyav(messages: list[dict[str, Any]], video_processor: Any) -> tuple[list[dict[str, Any]],
-                                                                                           list[Any]]:
-    """The messages with each video path replaced by its kept frames (:func:`pyav_video`), and their metadata."""
-    content: list[dict[str, Any]] = []
-    metadata: list[Any] = []
-    for part in messages[0]["content"]:
-        if part["type"] == "video":
-            frames, video_metadata = pyav_video(part["video"], video_processor)
-            part = {"type": "video", "video": frames}
-            metadata.append(video_metadata)
-        content.append(part)
-    return [{**messages[0], "content": content}], metadata
 
 
 def _media_sha256(part: dict[str, Any]) -> str:
@@ -431,7 +278,10 @@ class TransformersQwen3VLClient(CachingClient):
                              f"log-probabilities), got {top_logprobs!r}")
         import torch
 
-        self.video_decoder, self.video_decoder_version = choose_video_decoder(video_decoder)
+        try:
+            self.video_decoder, self.video_decoder_version = choose_video_decoder(video_decoder)
+        except VideoDecoderError as error:
+            raise TransformersClientError(str(error)) from None
         self.checkpoint = os.path.abspath(os.path.expanduser(checkpoint)) if _looks_local(checkpoint) else checkpoint
         self.local = _looks_local(checkpoint)
         self.revision = revision
@@ -784,6 +634,4 @@ def _failure(message: str) -> RequestResult:
 
 
 __all__: list[str] = ["TransformersQwen3VLClient", "TransformersClientError", "LoadedModel", "load_counts",
-                      "completion_from", "require_torchcodec", "torchcodec_usable", "choose_video_decoder",
-                      "checkpoint_fingerprint", "pyav_video", "scan_like_torchcodec", "CHECKPOINT", "GREEDY", "AUTO",
-                      "TORCHCODEC", "PYAV"]
+                      "completion_from", "checkpoint_fingerprint", "CHECKPOINT", "GREEDY"]

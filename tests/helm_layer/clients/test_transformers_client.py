@@ -8,7 +8,7 @@ one-message layout, sampling with the checkpoint's generation config (seeded, so
 greedy decoding against ``model.generate`` run here, one load shared by threads and client instances,
 HELM's cache keyed by media bytes, the MoE class and failures (a real ``helm-run`` end to end:
 tests/integration/test_transformers_end_to_end.py). Nothing here needs FFmpeg's system libraries; that the two
-decoders give the model the same inputs is tests/helm_layer/clients/test_transformers_decoders.py.
+decoders give the model the same inputs is tests/helm_layer/clients/test_video_decoders.py.
 """
 
 import json
@@ -33,14 +33,12 @@ from PIL import Image
 
 from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.helm_layer.clients.transformers_client import (
-    PYAV,
-    TORCHCODEC,
     TransformersClientError,
     TransformersQwen3VLClient,
     completion_from,
     load_counts,
-    torchcodec_usable,
 )
+from helm_roboreward.helm_layer.clients.video_decoders import PYAV, TORCHCODEC, torchcodec_usable
 from tests.helpers.harness import (
     SAMPLE,
 )
@@ -407,9 +405,9 @@ def test_bad_arguments_fail_at_construction(tiny: Path) -> None:
 
 def test_torchcodec_forced_where_it_cannot_load_fails_at_construction(tiny: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from helm_roboreward.helm_layer.clients import transformers_client
+    from helm_roboreward.helm_layer.clients import video_decoders
 
-    monkeypatch.setattr(transformers_client, "torchcodec_usable", lambda: False)  # as on a machine without FFmpeg
+    monkeypatch.setattr(video_decoders, "torchcodec_usable", lambda: False)  # as on a machine without FFmpeg
     with pytest.raises(TransformersClientError, match="video_decoder='torchcodec', but torchcodec .* cannot load "
                                                       "FFmpeg.*apt-get install ffmpeg.*video_decoder='auto'"):
         make_client(tiny, video_decoder="torchcodec")

@@ -29,10 +29,10 @@ import pytest
 from helm.common.cache import BlackHoleCacheConfig
 from transformers import AutoProcessor
 
-from helm_roboreward.helm_layer.clients.transformers_client import (
+from helm_roboreward.helm_layer.clients.transformers_client import TransformersQwen3VLClient
+from helm_roboreward.helm_layer.clients.video_decoders import (
     PYAV,
     TORCHCODEC,
-    TransformersQwen3VLClient,
     pyav_video,
     scan_like_torchcodec,
     torchcodec_usable,
@@ -136,11 +136,11 @@ def pyav_ffmpeg_environment(folder: Path) -> dict[str, str] | None:
 
 COMPARE_SCRIPT = """
 import json, sys
-from helm_roboreward.helm_layer.clients.transformers_client import torchcodec_usable
+from helm_roboreward.helm_layer.clients.video_decoders import torchcodec_usable
 if not torchcodec_usable():
     print(json.dumps(None))
     sys.exit(0)
-from tests.helm_layer.clients.test_transformers_decoders import compare_decoders, compare_metadata
+from tests.helm_layer.clients.test_video_decoders import compare_decoders, compare_metadata
 print(json.dumps([compare_metadata(json.loads(sys.argv[3])), compare_decoders(sys.argv[1], json.loads(sys.argv[2]))]))
 """
 
