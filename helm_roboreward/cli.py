@@ -241,7 +241,14 @@ def _estimate(args: argparse.Namespace) -> int:
     from helm_roboreward.data.sources import resolve_data_source
     from helm_roboreward.helm_layer.estimate_plans import plan_models
     from helm_roboreward.helm_layer.registries import load_registries
-    from helm_roboreward.presentation.estimate import COLUMNS, NOTES, NUMERIC_COLUMNS, RowMedia, estimate_model
+    from helm_roboreward.presentation.estimate import (
+        COLUMNS,
+        NOTES,
+        NUMERIC_COLUMNS,
+        RowMedia,
+        estimate_model,
+        limit_message,
+    )
     from helm_roboreward.presentation.estimate_media import FramesPlan, ModelPlan, VideoFacts, frames_plan, video_facts
     from helm_roboreward.presentation.prices import price_of, read_prices
     from helm_roboreward.presentation.tables import csv_text, format_text_table
@@ -279,6 +286,9 @@ def _estimate(args: argparse.Namespace) -> int:
     for plan in plans:
         print(f"  {plan.model}: {plan.deployment} ({plan.client.rsplit('.', 1)[-1]}), video={plan.video_mode}, "
               f"max_tokens {plan.max_tokens:,}; limits: {plan.request_limits.describe()}")
+        over = limit_message(plan, rows, frames_of)
+        if over:
+            print(f"    over the limits: {over}")
     for note in NOTES:
         print(f"  {note}")
     if not prices:

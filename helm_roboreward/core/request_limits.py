@@ -40,10 +40,6 @@ SHOWN_ROWS = 10
 """Rows named in the error message (the count says how many more)."""
 
 
-class RequestLimitError(ValueError):
-    """Some instances would exceed their deployment's request limits; nothing was sent."""
-
-
 @dataclass(frozen=True)
 class RequestLimits:
     """What one request to a deployment may hold; 0 means no limit."""
@@ -144,17 +140,16 @@ def _fixes(requests: Sequence[PlannedRequest], limits: RequestLimits, over_image
     return fixes
 
 
-def check_requests(requests: Sequence[PlannedRequest], limits: RequestLimits, deployment: str) -> None:
-    """Stop when any request would exceed ``limits``, naming the rows, the limit and the fix.
+def limit_report(requests: Sequence[PlannedRequest], limits: RequestLimits, deployment: str) -> str | None:
+    """The rows whose request would exceed ``limits``, the limit and the fix, in one message (None: all fit).
 
-    Raises:
-        RequestLimitError: One message for every offending row (the first :data:`SHOWN_ROWS` named).
+    ``roboreward estimate`` prints it for every model before anything is sent.
     """
     if limits.is_empty:
-        return
+        return None
     offending = [(request, problems) for request in requests if (problems := limit_problems(request, limits))]
     if not offending:
-        return
+        return None
     shown = "; ".join(f"{request.row}: {', '.join(problems)}" for request, problems in offending[:SHOWN_ROWS])
     more = f"; and {len(offending) - SHOWN_ROWS} more" if len(offending) > SHOWN_ROWS else ""
     over_images = any(limits.max_images and r.images > limits.max_images for r, _ in offending)
@@ -163,9 +158,9 @@ def check_requests(requests: Sequence[PlannedRequest], limits: RequestLimits, de
                      for r, _ in offending)
     fixes = _fixes([r for r, _ in offending], limits, over_images, over_bytes, over_videos)
     source = f" ({limits.source})" if limits.source else ""
-    raise RequestLimitError(
-        f"roboreward: {len(offending)} of {len(requests)} row(s) would exceed the request limits of model "
-        f"deployment {deployment!r}: {limits.describe()}{source}. Nothing was sent. Rows: {shown}{more}. "
+    return (
+        f"{len(offending)} of {len(requests)} row(s) would exceed the request limits of model deployment "
+        f"{deployment!r}: {limits.describe()}{source}. Rows: {shown}{more}. "
         f"Fix: {'; or '.join(fixes) if fixes else 'send less media per request'}."
     )
 

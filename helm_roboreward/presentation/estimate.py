@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.core.request_limits import PlannedRequest, limit_problems
+from helm_roboreward.core.request_limits import PlannedRequest, limit_problems, limit_report
 from helm_roboreward.presentation import token_costs
 from helm_roboreward.presentation.estimate_media import FRAMES, FramesPlan, ModelPlan, VideoFacts
 from helm_roboreward.presentation.prices import Price
@@ -170,6 +170,13 @@ def estimate_model(plan: ModelPlan, rows: Sequence[RowMedia], frames_of: Callabl
     return [_priced(line, price) for line in lines]
 
 
+def limit_message(plan: ModelPlan, rows: Sequence[RowMedia],
+                  frames_of: Callable[[VideoFacts, ModelPlan], FramesPlan]) -> str | None:
+    """The rows of ``plan`` over its deployment's request limits, the limit and the fix (None: every row fits)."""
+    requests = [_request(row, frames_of(row.video, plan) if plan.video_mode == FRAMES else None) for row in rows]
+    return limit_report(requests, plan.request_limits, plan.deployment)
+
+
 def _priced(line: EstimateRow, price: Price | None) -> EstimateRow:
     if price is None or line.input_tokens is None:
         return line
@@ -184,6 +191,7 @@ NOTES = (
     "text_tokens: prompt characters / 4 (approximate). output_tokens: an assumption (--output-tokens, "
     "--reasoning-output-tokens), not a measurement.",
     "media_bytes: native: the video files; frames: estimated from one decoded frame per video (JPEG q95).",
-    "over_limits: rows whose request would exceed the deployment's documented limits (a run stops before "
-    "sending anything).",
+    "over_limits: rows whose request would exceed the deployment's limits (documented, or declared for this "
+    "package's vLLM client, which never sends such a request: the row fails alone); the lines below name them "
+    "and the fix.",
 )

@@ -6,7 +6,7 @@ import pytest
 
 from helm_roboreward.core.request_limits import RequestLimits
 from helm_roboreward.media.selection import FrameOptions
-from helm_roboreward.presentation.estimate import ALL_SUBSETS, RowMedia, estimate_model, formula_of
+from helm_roboreward.presentation.estimate import ALL_SUBSETS, RowMedia, estimate_model, formula_of, limit_message
 from helm_roboreward.presentation.estimate_media import FramesPlan, ModelPlan, VideoFacts
 from helm_roboreward.presentation.prices import Price, PriceError, price_of, read_prices
 from helm_roboreward.presentation.tables import csv_text, format_text_table
@@ -82,6 +82,14 @@ def test_rows_over_the_limits_are_counted() -> None:
     lines = estimate_model(plan("anthropic/x", ANTHROPIC, "frames", RequestLimits(max_images=8)), ROWS, frames_of,
                            200, None)
     assert lines[-1].over_limits == 0
+
+
+def test_rows_over_the_limits_are_named_with_the_fix() -> None:
+    tight = plan("vllm/x", VLLM, "frames", RequestLimits(max_images=5, source="declared by deployment vllm/x"))
+    message = limit_message(tight, ROWS, frames_of) or ""
+    assert message.startswith("3 of 3 row(s) would exceed the request limits of model deployment 'vllm/x'")
+    assert "metadata line 1: 8 images" in message and "max_frames=5" in message
+    assert limit_message(plan("vllm/x", VLLM, "frames"), ROWS, frames_of) is None
 
 
 def test_tables_render_as_text_and_csv() -> None:
