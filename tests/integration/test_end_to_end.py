@@ -213,7 +213,7 @@ def test_requests_leak_no_label_and_point_into_benchmark_output(suite: Suite) ->
 
 # --- Reward-model metrics on the demo suite (docs/reward_metrics.md) ------------------------------------------
 
-PAIRS = {"sim_arena": (4, 0, 0), "sim_panda": (15, 5, 5), "sim_kuka": (13, 5, 5)}
+PAIRS = {"sim_arena": (24, 0, 0), "sim_panda": (15, 5, 5), "sim_kuka": (13, 5, 5)}
 """Per subset: same-task preference pairs, ladder videos, clip episodes of the bundled sample."""
 
 

@@ -32,6 +32,7 @@ from helm_roboreward.media.preparation import FRAMES_FOLDER, failures_by_row, pr
 from helm_roboreward.media.selection import FrameOptions, select_frame_indices
 from helm_roboreward.media.store import MANIFEST_FILE
 from tests.helpers.harness import PROD_ENV, SAMPLE, TIMEOUT, cli
+from tests.helpers.sample import distinct_videos
 from tests.helpers.videos import decode_all, make_tagged_copy, make_text_file
 
 OFFICIAL = FrameOptions()
@@ -39,7 +40,8 @@ LAST = FrameOptions(include_last_frame=True)
 
 
 def sample_video(index: int = 0) -> Path:
-    return sorted((SAMPLE / "sim_panda").glob("*.mp4"))[index]
+    """The index-th distinct video of ``sim_panda`` (relabels are byte-identical copies: skipped)."""
+    return SAMPLE / list(distinct_videos("sim_panda").values())[index]
 
 
 def entry_of(video: Path, cache: Path, options: FrameOptions = OFFICIAL) -> Path:
