@@ -258,6 +258,7 @@ def _estimate(args: argparse.Namespace) -> int:
     options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
                            max_frames=args.max_frames, max_side=args.max_side)
     prices = read_prices(args.prices) if args.prices else None
+    require_local_path_folder(args.local_path)
     load_registries(args.local_path)
     plans = plan_models(args.model, args.subset, args.data, args.revision, args.video, options)
     if prices is not None:
