@@ -203,11 +203,14 @@ def validate(new: NewModel) -> None:
 
 
 def _validate_server_settings(new: NewModel) -> None:
-    for flag, value in (("--timeout", new.timeout_seconds), ("--max-retries", new.max_retries)):
+    for flag, value in (("--timeout", new.timeout_seconds), ("--max-retries", new.max_retries),
+                        ("--max-images-per-prompt", new.max_images_per_prompt),
+                        ("--max-videos-per-prompt", new.max_videos_per_prompt)):
         if value is not None and new.client not in SERVER_SETTING_CLIENTS:
             raise AddModelError(f"{flag} applies to --client {' or '.join(SERVER_SETTING_CLIENTS)} "
-                                "(OpenAIVideoClient's timeout_seconds / max_retries); HELM's "
-                                f"{new.client} client takes no such argument")
+                                "(OpenAIVideoClient's own arguments: timeout, retries, declared request "
+                                f"limits); HELM's {new.client} client takes no such argument (its provider's "
+                                "documented limits are what `roboreward estimate` checks)")
     if new.timeout_seconds is not None and not (math.isfinite(new.timeout_seconds) and new.timeout_seconds > 0):
         raise AddModelError(f"--timeout {new.timeout_seconds} must be a number of seconds > 0, e.g. --timeout 600")
 
