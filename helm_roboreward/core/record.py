@@ -30,7 +30,11 @@ class InstanceRecord:
     """Augmentation kind: natural, clip, counterfactual or original (inferred; docs/protocol.md, section 1)."""
 
     episode: str = ""
-    """Source-episode key: clips and camera views of one rollout share it (bootstrap clusters)."""
+    """Source-episode key: clips and camera views of one rollout share it (clip links, preference pairs)."""
+
+    cluster: str = ""
+    """Bootstrap cluster key by name: a RoboArena session (its uuid), else the episode (docs/reward_metrics.md).
+    Suites written before it existed lack it; readers then derive it from ``source_file``."""
 
     video_sha256: str = ""
     """SHA-256 of the source video (counterfactual relabels of one video share it)."""

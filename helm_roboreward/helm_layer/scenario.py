@@ -156,6 +156,7 @@ class RoboRewardScenario(Scenario):
             robot=rollout.robot,
             kind=rollout.kind,
             episode=rollout.episode,
+            cluster=rollout.cluster,
             video_sha256=media.video_sha256,
             video_mode=self.video,
             num_frames=len(media.frame_indices),
