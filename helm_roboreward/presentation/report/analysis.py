@@ -18,12 +18,15 @@ from helm_roboreward.core.benchmark import (
     subset_info,
 )
 from helm_roboreward.presentation.report.bootstrap import (
+    MAX_HALF_WIDTH,
+    MIN_CLUSTERS,
     Interval,
     PairedDifference,
     SubsetSample,
     bootstrap_macro_mae,
     bootstrap_paired_differences,
     cluster_ids,
+    too_small_reason,
 )
 from helm_roboreward.presentation.report.calibration import CalibrationSummary, calibration_summaries
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
@@ -41,10 +44,10 @@ class Settings:
     resamples: int = 2000
     seed: int = 0
     confidence: float = 0.95
-    min_clusters: int = 30
+    min_clusters: int = MIN_CLUSTERS
     """Fewer clusters than this: too small (the bootstrap distribution is too coarse to trust)."""
 
-    max_half_width: float = 0.25
+    max_half_width: float = MAX_HALF_WIDTH
     """A model's subset-MAE interval half-width above this: too small (spans 0.5 MAE, more than most gaps)."""
 
 
@@ -165,16 +168,6 @@ def _subset_sample(subset: str, rows_per_model: list[list[InstanceRow]]) -> Subs
     return SubsetSample(subset, cluster_ids(episodes, hashes), errors)
 
 
-def _too_small(sample: SubsetSample, intervals: Sequence[Interval | None], settings: Settings) -> str | None:
-    reasons = []
-    if sample.num_clusters < settings.min_clusters:
-        reasons.append(f"{sample.num_clusters} clusters < {settings.min_clusters}")
-    widths = [item.half_width for item in intervals if item is not None and np.isfinite(item.half_width)]
-    if widths and max(widths) > settings.max_half_width:
-        reasons.append(f"CI half-width up to {max(widths):.2f} > {settings.max_half_width:g}")
-    return "; ".join(reasons) or None
-
-
 def failure_modes(rows: Sequence[InstanceRow]) -> FailureModes:
     """The failure-mode counts of one model's rows (failed requests counted, then left out of the rest)."""
     answered = [row for row in rows if not row.failed_request and row.gold is not None]
@@ -267,7 +260,8 @@ def analyse(suite: SuiteRows, settings: Settings) -> ReportData:
     summaries = _model_summaries(suite.models, subsets, samples, settings)
     subset_summaries = [
         SubsetSummary(subset, subset_info(subset).display_name, sample.errors.shape[0], sample.num_clusters,
-                      _too_small(sample, [model.subset_mae.get(subset) for model in summaries], settings))
+                      too_small_reason(sample.num_clusters, [model.subset_mae.get(subset) for model in summaries],
+                                       settings.min_clusters, settings.max_half_width))
         for subset, sample in zip(subsets, samples, strict=True)
     ]
     order = sorted(range(len(summaries)), key=lambda column: _rank_key(summaries[column]))
@@ -281,7 +275,8 @@ def analyse(suite: SuiteRows, settings: Settings) -> ReportData:
         if difference is not None
     ]
     ranked = [suite.models[column] for column in order]
-    reward_models = reward_model_summaries(ranked, settings.resamples, settings.seed, settings.confidence)
+    reward_models = reward_model_summaries(ranked, settings.resamples, settings.seed, settings.confidence,
+                                           settings.min_clusters, settings.max_half_width)
     return ReportData(suite.suite, settings, subset_summaries, [summaries[column] for column in order],
                       pair_summaries, list(suite.warnings), list(suite.notes), reward_models,
                       calibration_summaries(ranked))
