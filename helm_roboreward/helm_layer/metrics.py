@@ -2,11 +2,13 @@
 
 docs/protocol.md, sections 6 (parsing), 7 (failed requests) and 8 (aggregation).
 
-Per instance (request answered): ``abs_error``, ``squared_error``, ``exact_match``,
-``invalid_output``, ``signed_error`` (parsed answers only), ``predicted_score`` (parsed answers
-only), ``gold_score``; ``false_success`` only for rows labelled below 5 and ``missed_success`` only
-for rows labelled 5, so their run-level means are the rates over those rows; plus breakdown copies of ``abs_error``
-named ``mae_subset_<id>``, ``mae_robot_<robot>`` and ``mae_kind_<kind>`` that only the matching
+Per instance (request answered): ``abs_error``, ``squared_error``, ``exact_match``, ``within_one``
+(error at most 1; core/peer_metrics.py), ``invalid_output``, ``signed_error`` (parsed answers only),
+``predicted_score`` and its copy ``predicted_score_gold_<k>`` for a row labelled k (parsed answers
+only; its run-level mean is the mean prediction per gold label), ``gold_score``; ``false_success``
+only for rows labelled below 5 and ``missed_success`` only for rows labelled 5, so their run-level
+means are the rates over those rows; plus breakdown copies of ``abs_error`` named
+``mae_subset_<id>``, ``mae_robot_<robot>`` and ``mae_kind_<kind>`` that only the matching
 instances carry, so their run-level mean is that group's MAE.
 
 Failed requests (the client returned a non-fatal error after retries): the official run charged
@@ -35,9 +37,10 @@ from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.benchmark import MAX_SCORE
 from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering, total_counts
+from helm_roboreward.core.peer_metrics import within_one
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.scoring import ScoredPrediction, maximum_error_score, score_prediction
-from helm_roboreward.core.stats import STATS, kind_mae, robot_mae, subset_mae
+from helm_roboreward.core.stats import STATS, gold_prediction, kind_mae, robot_mae, subset_mae
 from helm_roboreward.helm_layer import expected_scores
 
 MAX_ERROR_FAILED = "max_error"
@@ -86,6 +89,7 @@ def instance_stats(scored: ScoredPrediction, record: InstanceRecord, answered: b
         Stat(MetricName("abs_error")).add(scored.abs_error),
         Stat(MetricName("squared_error")).add(scored.squared_error),
         Stat(MetricName("exact_match")).add(scored.exact_match),
+        Stat(MetricName("within_one")).add(within_one(scored.abs_error)),
         Stat(MetricName("gold_score")).add(scored.gold),
     ]
     if answered:
@@ -97,6 +101,7 @@ def instance_stats(scored: ScoredPrediction, record: InstanceRecord, answered: b
             stats.append(Stat(MetricName("missed_success")).add(scored.missed_success))
     if scored.predicted is not None:
         stats.append(Stat(MetricName("predicted_score")).add(scored.predicted))
+        stats.append(Stat(MetricName(gold_prediction(scored.gold))).add(scored.predicted))
     if scored.signed_error is not None:
         stats.append(Stat(MetricName("signed_error")).add(scored.signed_error))
     if record.subset:

@@ -7,8 +7,9 @@ Over HELM 0.5.16's summarizer it:
   value and ranks the rows by it (HELM copies the direction from the model-name column, so the
   mean has none);
 - adds, to each leaderboard parent group, tables that the schema alone cannot express because
-  they aggregate across subset runs: MAE by robot, MAE by augmentation kind, failure modes and
-  cost per instance;
+  they aggregate across subset runs: MAE by robot, MAE by augmentation kind, failure modes,
+  cost per instance, reward-model metrics and the peer metrics (micro and macro MAE, exact and
+  within-1 accuracy, mean prediction per gold label);
 - lists a leaderboard group that has runs first in ``schema.json``, so the landing page
   (``helm-server --project robo-reward-bench``) shows the demo suite as well as a full suite;
 - still writes the leaderboard when media files a run points to are gone (a copy of ``runs/`` alone, a
@@ -18,7 +19,8 @@ Over HELM 0.5.16's summarizer it:
 
 Aggregation in the added tables: the MAE tables are macro means over the subsets that have the
 group (the official overall rule applied within a robot or kind); rates are macro means over
-subsets; cost columns are per-instance means pooled over all instances.
+subsets; cost columns are per-instance means pooled over all instances; the peer table has both (micro:
+pooled over all rows).
 """
 
 import dataclasses
@@ -49,11 +51,13 @@ from helm_roboreward.core.stats import (
     COST,
     EXPECTED,
     FAILURE_MODES,
+    GOLD_PREDICTIONS,
     REWARD_MODEL,
     StatDefinition,
     in_group,
     kind_mae,
     may_be_absent,
+    stat,
 )
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.helm_layer.routing import data_label, revision_label
@@ -73,6 +77,10 @@ REWARD_COLUMNS: tuple[StatDefinition, ...] = in_group(REWARD_MODEL)
 _REWARD_AGGREGATION = {False: " Macro over subsets.", True: " Summed over subsets."}
 EXPECTED_COLUMNS: tuple[StatDefinition, ...] = in_group(EXPECTED)
 """The expected-score table's columns (empty cells for runs without score=expected)."""
+PEER_RATES: tuple[StatDefinition, ...] = tuple(stat(name) for name in ("abs_error", "exact_match", "within_one"))
+"""The peer table's per-row stats, each macro over subsets and micro over rows (core/peer_metrics.py)."""
+PEER_PREDICTIONS: tuple[StatDefinition, ...] = tuple(stat(name) for name in GOLD_PREDICTIONS)
+"""The peer table's mean prediction per gold label, pooled over the runs' parsed answers."""
 
 
 MAX_FOLDER_IN_NAME = 24
@@ -299,10 +307,23 @@ class RoboRewardSummarizer(Summarizer):
                    runs_by_model, [(column.display_name, column.description, _macro_over_subsets(column.name))
                                    for column in EXPECTED_COLUMNS],
                    [column.lower_is_better for column in EXPECTED_COLUMNS]),
+            _peer_table(runs_by_model),
         ]
 
 
 Aggregator = Callable[[list[Run]], float | None]
+
+
+def _peer_table(runs_by_model: dict[str, list[Run]]) -> Table:
+    """What peer evaluations report: MAE, exact and within-1 accuracy macro and micro, mean prediction per label."""
+    columns = [(f"{column.display_name} ({kind})", f"{column.description} {how}", aggregate(column.name))
+               for column in PEER_RATES for kind, how, aggregate in (
+                   ("macro", "Macro over subsets.", _macro_over_subsets), ("micro", "Pooled over all rows.", _pooled))]
+    columns += [(column.display_name, column.description + " Pooled over subsets.", _pooled(column.name))
+                for column in PEER_PREDICTIONS]
+    directions = [column.lower_is_better for column in PEER_RATES for _ in range(2)] + [None] * len(PEER_PREDICTIONS)
+    return _table("peer_metrics_all", "Peer metrics (macro over subsets, micro over rows)", runs_by_model, columns,
+                  directions)
 
 
 def _macro_over_subsets(stat_name: str, robot: str | None = None) -> Aggregator:

@@ -37,6 +37,7 @@ from helm_roboreward.core.stats import (
     GENERAL,
     MACRO,
     METRIC_GROUPS,
+    PEER,
     REWARD_MODEL,
     SCORES,
     STATS,
@@ -51,7 +52,7 @@ PARENT_GROUP = "roboreward"
 SAMPLE_GROUP = "roboreward_sample"
 ALL_SUBSETS_GROUP = subset_group("all")
 CATEGORY = "RoboRewardBench"
-HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown", REWARD_MODEL, EXPECTED]
+HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown", REWARD_MODEL, EXPECTED, PEER]
 """The leaderboard shows one MAE column per subset; per-subset details live on each subset's page, and the
 summarizer (``helm_roboreward.helm_layer.summarizer``) adds the robot, kind, failure-mode and cost tables."""
 
@@ -101,6 +102,8 @@ def _metric_groups(extra: Sequence[Subset] = ()) -> list[dict[str, Any]]:
                           list(METRIC_GROUPS[REWARD_MODEL]), hide_win_rates=True),
         _group_of_metrics(EXPECTED, "Expected-score rewards (score=expected)", list(METRIC_GROUPS[EXPECTED]),
                           hide_win_rates=True),
+        _group_of_metrics(PEER, "Peer metrics (exact, within 1, mean prediction per gold label)",
+                          list(METRIC_GROUPS[PEER]), hide_win_rates=True),
     ]
 
 
@@ -111,7 +114,7 @@ def _subset_group(subset: Subset, origin: str) -> dict[str, Any]:
         **({"short_display_name": subset.short_display_name} if subset.short_display_name else {}),
         "description": f"{subset.display_name} ({subset.robot}), {origin}; subset id `{subset.id}`.",
         "category": CATEGORY,
-        "metric_groups": ["accuracy", REWARD_MODEL, EXPECTED, "failure_modes", "scores", "kind_breakdown",
+        "metric_groups": ["accuracy", PEER, REWARD_MODEL, EXPECTED, "failure_modes", "scores", "kind_breakdown",
                           "general_information"],
         "environment": {"main_name": "abs_error", "main_split": "test"},
         "taxonomy": {"task": "reward modeling (progress score 1..5)", "what": f"{subset.robot} rollout videos",
@@ -141,8 +144,8 @@ def build_schema(extra_subsets: Sequence[str] = ()) -> dict[str, Any]:
          "subgroups": [subset_group(subset.id) for subset in SAMPLE_SUBSETS]},
         {"name": ALL_SUBSETS_GROUP, "display_name": "RoboReward (one run over all subsets)",
          "description": "Runs with subset=all: one run covering every subset, with its macro MAE.",
-         "category": CATEGORY, "metric_groups": ["macro", "accuracy", REWARD_MODEL, EXPECTED, "failure_modes", "scores",
-                                                  "kind_breakdown", "general_information"],
+         "category": CATEGORY, "metric_groups": ["macro", "accuracy", PEER, REWARD_MODEL, EXPECTED, "failure_modes",
+                                                  "scores", "kind_breakdown", "general_information"],
          "environment": {"main_name": "abs_error", "main_split": "test"}},
     ]
     run_groups += [_subset_group(subset, "RoboRewardBench test split") for subset in OFFICIAL_SUBSETS]

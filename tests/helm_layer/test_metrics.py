@@ -32,26 +32,27 @@ MEDIA_STATS = {"failed_request", "num_frames", "media_bytes"}
 # ---------------------------------------------------------------------------------------------
 
 PARSED_CASES = [
-    # completion, gold, predicted, abs, squared, exact, false_success, missed_success
-    ("ANSWER: 4", 2, 4.0, 2.0, 4.0, 0.0, 0.0, 0.0),
-    ("ANSWER: 3", 3, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0),
-    ("answer:3", 3, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0),
-    ("The arm stops short.\nAnswer :  1", 4, 1.0, 3.0, 9.0, 0.0, 0.0, 0.0),
-    ("ANSWER: 5", 4, 5.0, 1.0, 1.0, 0.0, 1.0, 0.0),
-    ("ANSWER: 5", 5, 5.0, 0.0, 0.0, 1.0, 0.0, 0.0),
-    ("ANSWER: 3", 5, 3.0, 2.0, 4.0, 0.0, 0.0, 1.0),
-    ("ANSWER: 3.5", 1, 3.5, 2.5, 6.25, 0.0, 0.0, 0.0),
-    ("ANSWER: 0", 2, 0.0, 2.0, 4.0, 0.0, 0.0, 0.0),  # no clamping
-    ("ANSWER: 7", 5, 7.0, 2.0, 4.0, 0.0, 0.0, 1.0),  # no clamping; 7 is not a 5
-    ("ANSWER: -1", 1, -1.0, 2.0, 4.0, 0.0, 0.0, 0.0),
-    ("4", 1, 4.0, 3.0, 9.0, 0.0, 0.0, 0.0),  # leading number
-    ("  2. The block never reached the bowl.", 2, 2.0, 0.0, 0.0, 1.0, 0.0, 0.0),
-    ("ANSWER: 2 ... on reflection ANSWER: 5", 5, 2.0, 3.0, 9.0, 0.0, 0.0, 1.0),  # first match wins
+    # completion, gold, predicted, abs, squared, exact, false_success, missed_success, within_one
+    ("ANSWER: 4", 2, 4.0, 2.0, 4.0, 0.0, 0.0, 0.0, 0.0),
+    ("ANSWER: 3", 3, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0),
+    ("answer:3", 3, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0),
+    ("The arm stops short.\nAnswer :  1", 4, 1.0, 3.0, 9.0, 0.0, 0.0, 0.0, 0.0),
+    ("ANSWER: 5", 4, 5.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0),
+    ("ANSWER: 5", 5, 5.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0),
+    ("ANSWER: 3", 5, 3.0, 2.0, 4.0, 0.0, 0.0, 1.0, 0.0),
+    ("ANSWER: 3.5", 1, 3.5, 2.5, 6.25, 0.0, 0.0, 0.0, 0.0),
+    ("ANSWER: 1.5", 2, 1.5, 0.5, 0.25, 0.0, 0.0, 0.0, 1.0),  # within 1 is |predicted - gold| <= 1, not rounding
+    ("ANSWER: 0", 2, 0.0, 2.0, 4.0, 0.0, 0.0, 0.0, 0.0),  # no clamping
+    ("ANSWER: 7", 5, 7.0, 2.0, 4.0, 0.0, 0.0, 1.0, 0.0),  # no clamping; 7 is not a 5
+    ("ANSWER: -1", 1, -1.0, 2.0, 4.0, 0.0, 0.0, 0.0, 0.0),
+    ("4", 1, 4.0, 3.0, 9.0, 0.0, 0.0, 0.0, 0.0),  # leading number
+    ("  2. The block never reached the bowl.", 2, 2.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0),
+    ("ANSWER: 2 ... on reflection ANSWER: 5", 5, 2.0, 3.0, 9.0, 0.0, 0.0, 1.0, 0.0),  # first match wins
 ]
 
 
 @pytest.mark.parametrize(
-    "completion, gold, predicted, abs_error, squared, exact, false_success, missed_success", PARSED_CASES
+    "completion, gold, predicted, abs_error, squared, exact, false_success, missed_success, within", PARSED_CASES
 )
 def test_parsed_answer_stats(
     completion: str,
@@ -62,6 +63,7 @@ def test_parsed_answer_stats(
     exact: float,
     false_success: float,
     missed_success: float,
+    within: float,
 ) -> None:
     stats = generation_stats(make_instance(gold, subset="bridge", robot="WidowX", kind="clip"), answered(completion))
     # Each rate is carried only by the rows it is about, so a run's mean is the rate over those rows.
@@ -74,10 +76,12 @@ def test_parsed_answer_stats(
             "abs_error": abs_error,
             "squared_error": squared,
             "exact_match": exact,
+            "within_one": within,
             "invalid_output": 0.0,
             **rate,
             "gold_score": float(gold),
             "predicted_score": predicted,
+            f"predicted_score_gold_{gold}": predicted,  # the mean prediction per gold label
             "signed_error": predicted - gold,
             "mae_subset_bridge": abs_error,
             "mae_robot_widowx": abs_error,
@@ -93,12 +97,13 @@ def test_unparseable_answer_costs_the_maximum_error(completion: str, gold: int, 
     assert stats["abs_error"] == 4.0
     assert stats["squared_error"] == 16.0
     assert stats["exact_match"] == 0.0
+    assert stats["within_one"] == 0.0
     assert stats["invalid_output"] == 1.0
     assert stats.get("false_success", 0.0) == 0.0
     assert ("false_success" in stats) == (gold < 5) and ("missed_success" in stats) == (gold == 5)
     assert stats.get("missed_success", 0.0) == missed_success
     assert stats["failed_request"] == 0.0  # the request was answered; the answer is just unusable
-    assert "predicted_score" not in stats
+    assert "predicted_score" not in stats and f"predicted_score_gold_{gold}" not in stats
     assert "signed_error" not in stats  # bias is measured on parsed answers only
     assert stats["mae_subset_bridge"] == 4.0
 
@@ -153,6 +158,7 @@ def test_failed_request_costs_the_maximum_error_by_default(make_result, gold: in
     assert stats["abs_error"] == 4.0
     assert stats["squared_error"] == 16.0
     assert stats["exact_match"] == 0.0
+    assert stats["within_one"] == 0.0  # charged as the MAE charges it
     # Nothing was output, so none of the stats about a model's answer: a failure is not an invalid output.
     assert "invalid_output" not in stats
     assert "false_success" not in stats and "missed_success" not in stats
@@ -253,6 +259,23 @@ def test_breakdowns_by_kind_and_robot() -> None:
     assert run_mean(result, "predicted_score") == pytest.approx((5 + 4 + 4 + 4 + 4 + 5) / 6)
     assert run_mean(result, "gold_score") == pytest.approx((5 + 2 + 3 + 1 + 4 + 2) / 6)
     assert "mae_kind_natural" not in run_stat_names(result)
+
+
+def test_peer_stats_of_a_run_within_one_and_mean_prediction_per_gold_label() -> None:
+    rows = [(2, "ANSWER: 3"), (2, "ANSWER: 4"), (2, "no score"), (5, "ANSWER: 4"), (5, "ANSWER: 5"), (1, "ANSWER: 1")]
+    states = [make_request_state(make_instance(gold, subset="s"), answered(text)) for gold, text in rows]
+    states.append(make_request_state(make_instance(3, subset="s"), failed_like_executor()))  # charged 4 (official)
+    result = run_metric(states)
+    # errors 1, 2, 4 (unparseable), 1, 0, 0, 4 (failed): within 1 for 4 of the 7 rows the MAE counts
+    assert run_mean(result, "within_one") == pytest.approx(4 / 7)
+    assert run_mean(result, "exact_match") == pytest.approx(2 / 7)
+    assert run_mean(result, "predicted_score_gold_2") == pytest.approx(3.5)  # parsed answers only: (3 + 4) / 2
+    assert run_mean(result, "predicted_score_gold_5") == pytest.approx(4.5)
+    assert run_mean(result, "predicted_score_gold_1") == pytest.approx(1.0)
+    names = run_stat_names(result)
+    assert "predicted_score_gold_3" not in names and "predicted_score_gold_4" not in names  # no parsed answer
+    skipped = run_metric(states, failed="skip")
+    assert run_mean(skipped, "within_one") == pytest.approx(4 / 6)  # the failed row leaves it, as it leaves the MAE
 
 
 @pytest.mark.parametrize("evaluated, total", [(4, 10), (10, 10)])

@@ -226,10 +226,12 @@ def breakdowns(tmp_path: Path) -> dict[str, Table]:
     runs_by_model = {
         "Constant 3": [
             run("bridge", stat("abs_error", 1, 3), stat(kind_mae("clip"), 2), stat("invalid_output", 0, 1),
-                stat("num_frames", 4, 6), stat("preference_pairs", 5), stat("preference_accuracy", 1.0)),
+                stat("num_frames", 4, 6), stat("preference_pairs", 5), stat("preference_accuracy", 1.0),
+                stat("within_one", 1, 0), stat("exact_match", 0, 0), stat("predicted_score_gold_2", 3)),
             run("sim_kuka", stat("abs_error", 1), stat(kind_mae("clip"), 4), stat(kind_mae("original"), 2),
                 stat("invalid_output", 0), stat("num_frames", 20), stat("preference_pairs", 2),
-                stat("preference_accuracy", 0.5)),
+                stat("preference_accuracy", 0.5), stat("within_one", 1), stat("exact_match", 0),
+                stat("predicted_score_gold_2", 1, 2)),
             run("sim_panda", stat("abs_error", 0, 2), stat("num_frames", 10)),
         ],
         "Uniform random": [run("bridge", stat("abs_error", 4), model="baseline/uniform-random")],
@@ -242,7 +244,7 @@ def breakdowns(tmp_path: Path) -> dict[str, Table]:
 
 def test_the_breakdown_tables_and_their_order(breakdowns: dict[str, Table]) -> None:
     assert list(breakdowns)[:4] == ["robot_breakdown", "kind_breakdown_all", "failure_modes_all", "cost_all"]
-    assert {"reward_model_all"} <= set(breakdowns)
+    assert {"reward_model_all", "peer_metrics_all"} <= set(breakdowns)
     for table in breakdowns.values():
         assert [str(row[0].value) for row in table.rows] == ["Constant 3", "Uniform random"]  # sorted by model
         assert table.header[0].value == "Model"
@@ -298,6 +300,25 @@ def test_reward_model_counts_are_summed_and_statistics_macro(breakdowns: dict[st
     descriptions = {str(header.value): header.description or "" for header in table.header[1:]}
     assert descriptions[columns["preference_pairs"].display_name].endswith("Summed over subsets.")
     assert descriptions[columns["preference_accuracy"].display_name].endswith("Macro over subsets.")
+
+
+def test_peer_metrics_are_macro_and_micro_and_the_mean_prediction_pooled(breakdowns: dict[str, Table]) -> None:
+    table = breakdowns["peer_metrics_all"]
+    headers = [str(header.value) for header in table.header[1:]]
+    assert headers[:6] == ["MAE (macro)", "MAE (micro)", "Exact match (macro)", "Exact match (micro)",
+                           "Within 1 (macro)", "Within 1 (micro)"]
+    assert headers[6:] == [f"Mean pred. (gold {gold})" for gold in range(1, 6)]
+    assert [header.lower_is_better for header in table.header[1:]] == [True, True, False, False, False, False] + [
+        None] * 5
+    shown = values(table, "Constant 3")
+    assert shown["MAE (macro)"] == pytest.approx((2 + 1 + 1) / 3)  # bridge 2, sim_kuka 1, sim_panda 1
+    assert shown["MAE (micro)"] == pytest.approx((1 + 3 + 1 + 0 + 2) / 5)
+    assert shown["Within 1 (macro)"] == pytest.approx((0.5 + 1) / 2)  # the subsets that report it
+    assert shown["Within 1 (micro)"] == pytest.approx(2 / 3)
+    assert shown["Mean pred. (gold 2)"] == pytest.approx((3 + 1 + 2) / 3)  # pooled over the runs' answers
+    assert shown["Mean pred. (gold 1)"] is None
+    assert bold_columns(table, "Constant 3") >= {"Within 1 (micro)"} and "Mean pred. (gold 2)" not in bold_columns(
+        table, "Constant 3")
 
 
 # --------------------------------------------------------------------------------------------- missing media
