@@ -9,11 +9,22 @@ with ``failed=skip`` in the run entry; the report's macro MAE is the run's.
 
 Two helm-runs (one per policy, each with its own fake and request cache) run at once over the whole sample.
 Which rows fail is derived from the sample's tasks at test time.
+
+Then replies the client cannot use, a server that never answers, and two servers under one served name: one
+helm-run of two deployments of RoboReward 8B on two fakes (the second a "fine-tune served elsewhere" under the
+same served model name, sharing HELM's ``vllm.sqlite``); the first fake answers some rows with a malformed 200
+(truncated JSON, ``text/plain``, ``{}``, a number as content, no choices) or not at all (the deployment's
+``timeout_seconds`` is short). Every such row is one failed request, the good rows keep their scores, the run
+completes; a rerun once that server is fixed sends exactly those rows again. Then the one-message Gemini client
+with Gemini-shaped malformed replies (client level).
 """
 
 import collections
+import copy
+import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -22,8 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from helm.common.cache import SqliteCacheConfig
+from helm.common.request import Request
 
-from tests.helpers.fakes import FakeModelServer, Recorded, Reply, media_parts
+from helm_roboreward.helm_layer.clients.gemini_client import OneMessageGoogleGenAIClient
+from tests.helpers.fakes import GEMINI, FakeModelServer, Recorded, Reply, media_parts
+from tests.helpers.fakes.server import RawReply, malformed
 from tests.helpers.harness import (
     PROD_ENV,
     TIMEOUT,
@@ -232,3 +248,227 @@ def test_report_failure_modes_and_macro_mae(runs: dict[str, PolicyRun], policy: 
     match = re.search(rf"{re.escape(DISPLAY_NAME)}: macro MAE (\d+\.\d+)", stdout)
     assert match, stdout
     assert float(match.group(1)) == pytest.approx(macro_mae, abs=5e-4)
+
+
+# --------------------------------------------------------------------------------------------- unusable replies
+
+
+BASE = "vllm/roboreward-8b"
+ELSEWHERE = "vllm/roboreward-8b-elsewhere"
+"""A second deployment of the same model and served name on another server (its own fake)."""
+ELSEWHERE_ANSWER = "ANSWER: 1"
+SHORT_TIMEOUT = 3.0
+NO_ANSWER = "no-answer"
+BAD_KINDS = ("truncated-json", "text-plain", "empty-object", "number-content", "empty-choices", NO_ANSWER)
+REASONS = {"truncated-json": "not JSON (Content-Type application/json",
+           "text-plain": "not JSON (Content-Type text/plain", "empty-object": "no choices",
+           "number-content": "message content is a number (3), not text", "empty-choices": "no choices",
+           NO_ANSWER: "timed out"}
+
+
+def bad_plan() -> dict[str, str]:
+    """task -> how the broken server answers its rows (the last tasks of the sample; one kind each)."""
+    tasks = sorted({row["task"] for row in sample_rows()})
+    assert len(tasks) >= len(BAD_KINDS) + 3
+    return dict(zip(tasks[-len(BAD_KINDS):], BAD_KINDS, strict=True))
+
+
+def row_key(recorded: Recorded) -> tuple[str, str]:
+    parts = media_parts(recorded)
+    return parts[0].text or "", sha256(b"".join(p.data or b"" for p in parts[1:]))
+
+
+class Broken:
+    """Malformed or no answers for the planned tasks until :attr:`fixed`; the row's score otherwise."""
+
+    def __init__(self) -> None:
+        self.plan = bad_plan()
+        self.fixed = False
+        self.attempts: dict[tuple[str, str], int] = collections.Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, recorded: Recorded) -> Reply:
+        key = row_key(recorded)
+        with self.lock:
+            self.attempts[key] += 1
+        kind = None if self.fixed else self.plan.get(task_of(key[0]))
+        if kind is None:
+            return Reply(text=f"ANSWER: {score_for(key[0])}")
+        if kind == NO_ANSWER:
+            return Reply(delay=3 * SHORT_TIMEOUT)
+        return malformed(kind)
+
+
+def two_server_local_path(folder: Path, base: FakeModelServer, elsewhere: FakeModelServer) -> Path:
+    """prod_env's YAML, RoboReward 8B's vLLM deployment with a short timeout and one retry, and its twin elsewhere."""
+    private_local_path(folder, base)
+    config = yaml.safe_load((PROD_ENV / "model_deployments.yaml").read_text(encoding="utf-8"))
+    (deployment,) = [d for d in config["model_deployments"] if d["name"] == BASE]
+    deployment["client_spec"]["args"].update(timeout_seconds=SHORT_TIMEOUT, max_retries=1)
+    twin = copy.deepcopy(deployment)
+    twin["name"] = ELSEWHERE
+    twin["client_spec"]["args"]["base_url"] = elsewhere.base_url
+    config["model_deployments"].append(twin)
+    (folder / "model_deployments.yaml").unlink()
+    (folder / "model_deployments.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return folder
+
+
+def entry(deployment: str) -> str:
+    return f"roboreward:subset=all,data=sample,model=teetone/roboreward-8b,model_deployment={deployment}"
+
+
+@dataclass
+class SuiteRun:
+    states: dict[str, list[dict[str, Any]]]
+    """deployment -> request states."""
+    per_instance: dict[str, dict[str, dict[str, float]]]
+    """deployment -> instance id -> stat -> value."""
+    stats: dict[str, dict[str, float]]
+
+
+def run_suite(workdir: Path, local: Path, suite: str, deployments: list[str], fake: FakeModelServer) -> SuiteRun:
+    command = helm_run_command([entry(d) for d in deployments], suite, local)
+    process = subprocess.run(command, cwd=workdir, env=helm_environment(fake), capture_output=True, text=True,
+                             timeout=TIMEOUT)
+    check_completed(process, f"helm-run ({suite})")
+    run = SuiteRun({}, {}, {})
+    for deployment in deployments:
+        (run_dir,) = [p for p in (workdir / "benchmark_output" / "runs" / suite).iterdir()
+                      if p.name.endswith("model_deployment=" + deployment.replace("/", "_"))]
+        run.states[deployment] = request_states(run_dir)
+        run.per_instance[deployment] = {
+            e["instance_id"]: {s["name"]["name"]: s["mean"] for s in e["stats"] if "perturbation" not in s["name"]}
+            for e in read_json(run_dir / "per_instance_stats.json")}
+        run.stats[deployment] = run_stats(run_dir)
+    return run
+
+
+@dataclass
+class TwoServers:
+    broken: Broken
+    first: SuiteRun
+    fixed: SuiteRun
+    base_requests: tuple[list[Recorded], list[Recorded]]
+    """What the broken server received in the first run, then in the rerun."""
+    elsewhere_requests: tuple[list[Recorded], list[Recorded]]
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory: pytest.TempPathFactory) -> TwoServers:
+    workdir = tmp_path_factory.mktemp("unusable")
+    broken = Broken()
+    with FakeModelServer(broken) as base, FakeModelServer(lambda recorded: Reply(text=ELSEWHERE_ANSWER)) as other:
+        local = two_server_local_path(workdir / "local", base, other)
+        first = run_suite(workdir, local, "unusable", [BASE, ELSEWHERE], base)
+        first_requests = (base.requests, other.requests)
+        base.clear()
+        other.clear()
+        broken.fixed = True
+        fixed = run_suite(workdir, local, "fixed", [BASE], base)
+        return TwoServers(broken, first, fixed, base_requests=(first_requests[0], base.requests),
+                          elsewhere_requests=(first_requests[1], other.requests))
+
+
+def state_key(state: dict[str, Any], workdir: Path) -> tuple[str, str]:
+    media = state["request"]["multimodal_prompt"]["media_objects"][1:]
+    return prompt_of(state), sha256(b"".join((workdir / m["location"]).read_bytes() for m in media))
+
+
+def kind_of_state(state: dict[str, Any], plan: dict[str, str]) -> str | None:
+    return plan.get(task_of(prompt_of(state)))
+
+
+def test_unusable_replies_and_time_outs_fail_their_rows_only(two_servers: TwoServers) -> None:
+    plan = two_servers.broken.plan
+    states = two_servers.first.states[BASE]
+    per_instance = two_servers.first.per_instance[BASE]
+    seen = set()
+    for state in states:
+        stats = per_instance[state["instance"]["id"]]
+        kind = kind_of_state(state, plan)
+        if kind is None:
+            assert state["result"]["success"] is True
+            assert state["result"]["completions"][0]["text"] == f"ANSWER: {score_for(prompt_of(state))}"
+            assert stats["failed_request"] == 0
+            assert stats["abs_error"] == abs(score_for(prompt_of(state)) - gold_of(state))
+            continue
+        seen.add(kind)
+        assert state["result"]["success"] is False, kind
+        assert REASONS[kind] in state["result"]["error"], (kind, state["result"]["error"])
+        assert stats["failed_request"] == 1 and stats["abs_error"] == 4, kind  # the official charge, failed=max_error
+    assert seen == set(BAD_KINDS)
+    bad = [s for s in states if kind_of_state(s, plan)]
+    assert two_servers.first.stats[BASE]["failed_request"] == pytest.approx(len(bad) / len(states), abs=1e-12)
+    assert two_servers.first.stats[BASE]["num_instances"] == len(states) == len(sample_rows())
+
+
+def test_a_malformed_reply_is_not_retried_and_no_answer_is_retried_once(two_servers: TwoServers) -> None:
+    plan = two_servers.broken.plan
+    per_row = collections.Counter(row_key(r) for r in two_servers.base_requests[0])
+    for (prompt, _), count in per_row.items():
+        assert count == (2 if plan.get(task_of(prompt)) == NO_ANSWER else 1), (task_of(prompt), count)
+
+
+def test_two_servers_with_one_served_name_each_receive_their_own_requests(two_servers: TwoServers) -> None:
+    rows = len(sample_rows())
+    base, elsewhere = two_servers.base_requests[0], two_servers.elsewhere_requests[0]
+    assert len(elsewhere) == rows, "the deployment elsewhere was not answered from the base model's cache"
+    assert len(set(map(row_key, base))) == len(set(map(row_key, elsewhere))) == rows
+    assert {r.model for r in base} == {r.model for r in elsewhere} == {"teetone/RoboReward-8B"}
+    for state in two_servers.first.states[ELSEWHERE]:
+        assert state["result"]["success"] is True and state["result"]["cached"] is False
+        assert state["result"]["completions"][0]["text"] == ELSEWHERE_ANSWER
+
+
+def test_a_rerun_after_the_fix_sends_exactly_the_failed_rows_again(two_servers: TwoServers) -> None:
+    plan = two_servers.broken.plan
+    states = two_servers.fixed.states[BASE]
+    resent = collections.Counter(row_key(r) for r in two_servers.base_requests[1])
+    bad_prompts = {prompt_of(s) for s in two_servers.first.states[BASE] if kind_of_state(s, plan)}
+    assert {prompt for prompt, _ in resent} == bad_prompts and set(resent.values()) == {1}
+    assert two_servers.elsewhere_requests[1] == []
+    for state in states:
+        assert state["result"]["success"] is True
+        assert state["result"]["cached"] is (kind_of_state(state, plan) is None)
+        assert state["result"]["completions"][0]["text"] == f"ANSWER: {score_for(prompt_of(state))}"
+    assert two_servers.fixed.stats[BASE]["failed_request"] == 0
+
+
+# --------------------------------------------------------------------------------------------- Gemini, one message
+
+
+GEMINI_MALFORMED = {
+    "truncated-json": (b'{"candidates": [{"content": {"role": "model", "parts": [{"text": "ANSW', "JSONDecodeError"),
+    "text-plain": (b"upstream worker crashed", "JSONDecodeError"),
+    "empty-object": (b"{}", "no candidates"),
+    "number-text": (json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": 3}]},
+                                                "finishReason": "STOP"}]}).encode(), "ValidationError"),
+    "no-content": (json.dumps({"candidates": [{"finishReason": "STOP"}]}).encode(), "AssertionError"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GEMINI_MALFORMED))
+def test_the_one_message_gemini_client_fails_one_row_and_caches_nothing(kind: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    body, reason = GEMINI_MALFORMED[kind]
+    request = Request(model="google/gemini-2.5-flash", model_deployment="google/gemini-2.5-flash-one-message",
+                      prompt="rate the video", max_tokens=10)
+    gemini_answer = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": "ANSWER: 4"}]},
+                                                "finishReason": "STOP"}]}).encode()
+    with FakeModelServer(lambda recorded: RawReply(body=body, content_type="text/plain" if kind == "text-plain"
+                                                   else "application/json")) as fake:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.root_url)
+        cache = SqliteCacheConfig(str(tmp_path / "google.sqlite"))
+        failed = OneMessageGoogleGenAIClient(cache, api_key="fake").make_request(request)
+        fake.behaviour = lambda recorded: RawReply(body=gemini_answer)
+        fixed = OneMessageGoogleGenAIClient(cache, api_key="fake").make_request(request)
+        again = OneMessageGoogleGenAIClient(cache, api_key="fake").make_request(request)
+        sent = len(fake.requests_to(GEMINI))
+    assert failed.success is False and failed.error_flags is not None
+    assert (failed.error_flags.is_retriable, failed.error_flags.is_fatal) == (False, False)
+    assert reason in str(failed.error) and "not cached" in str(failed.error)
+    assert (fixed.success, fixed.cached, fixed.completions[0].text) == (True, False, "ANSWER: 4")
+    assert again.cached is True and sent == 2
+    rows = sqlite3.connect(tmp_path / "google-one-message.sqlite").execute("SELECT count(*) FROM unnamed").fetchone()
+    assert rows == (1,)

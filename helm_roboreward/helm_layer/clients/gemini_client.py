@@ -11,20 +11,33 @@ Its answers are cached apart from HELM's client (a ``-one-message`` cache next t
 the cache key holds the prompt and the model, not the message layout, so sharing the cache would
 hand out answers to the other layout.
 
+A reply the client cannot turn into completions (a 200 body that is not JSON, e.g. truncated or ``text/plain``;
+``{}`` or no candidates without a block reason; a candidate without content; a part whose text is not text) is ONE
+failed request (non-fatal, non-retriable: the metric counts it in ``failed_request``, the run goes on) and is
+never cached, so a rerun sends the request again. HELM's own client retries such a reply for about 150 s and then
+fails the whole run (or, for ``{}``, caches it and fails the row on every rerun); this subclass checks each reply
+before HELM's cache stores it (:class:`CheckedCache`) and turns the rejection into the failed request
+(:meth:`OneMessageGoogleGenAIClient.make_request`). A prompt or candidate Gemini reports as blocked stays HELM's
+"Content blocked" failure.
+
 The package registers a twin of every HELM Gemini deployment using this client
 (:func:`helm_roboreward.helm_layer.model_registry.register_variant_twins`); ``roboreward`` runs use it only when
 the run entry says ``layout=one_message`` or names the twin (``model_deployment=google/<model>-one-message``).
 """
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from google.genai.types import Content
-from helm.clients.google_genai_client import GoogleGenAIClient
+from google.genai.types import Content, GenerateContentResponse
+from helm.clients.google_genai_client import GoogleGenAIClient, GoogleGenAIContentBlockedError
 from helm.common.cache import Cache, CacheConfig, MongoCacheConfig, SqliteCacheConfig
-from helm.common.request import Request
+from helm.common.request import ErrorFlags, Request, RequestResult
+
+from helm_roboreward.helm_layer.clients.chat_reply import UnusableReplyError
 
 CACHE_SUFFIX = "-one-message"
+_TIMES = ("request_time", "request_datetime")
 
 
 def separate_cache_config(cache_config: CacheConfig) -> CacheConfig:
@@ -47,6 +60,40 @@ def merge_turns(contents: list[Content]) -> list[Content]:
         else:
             merged.append(content)
     return merged
+
+
+class CheckedCache(Cache):
+    """HELM's request cache that never stores (nor serves) a reply ``problem`` rejects: it raises instead.
+
+    Args:
+        config: HELM's cache configuration.
+        problem: Why a response (as HELM would cache it) is unusable, or None.
+    """
+
+    def __init__(self, config: CacheConfig, problem: Callable[[Mapping[str, Any]], str | None]) -> None:
+        super().__init__(config)
+        self.problem = problem
+
+    def get(self, request: Mapping[str, Any], compute: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+        """HELM's ``Cache.get``; raises :class:`UnusableReplyError` before an unusable reply is written or used."""
+
+        def checked() -> dict[str, Any]:
+            try:
+                response = compute()
+            except ValueError as error:  # the SDK could not read the reply: not JSON, or a field of the wrong type
+                raise UnusableReplyError(f"the server's reply cannot be read ({type(error).__name__}: "
+                                         f"{str(error)[:300]})") from error
+            problem = self.problem(response)
+            if problem is not None:
+                raise UnusableReplyError(f"the server's reply is unusable: {problem}")
+            return response
+
+        response, cached = super().get(request, checked)
+        problem = self.problem(response) if cached else None
+        if problem is not None:  # written before replies were checked
+            raise UnusableReplyError(f"the cached reply is unusable: {problem}; it was cached before replies were "
+                                     f"checked: remove the cache ({self.config}) to send the request again")
+        return response, cached
 
 
 class OneMessageGoogleGenAIClient(GoogleGenAIClient):
@@ -72,7 +119,34 @@ class OneMessageGoogleGenAIClient(GoogleGenAIClient):
             genai_model=genai_model,
             genai_use_vertexai=genai_use_vertexai,
         )
-        self.cache = Cache(separate_cache_config(cache_config)) if cache_config is not None else None
+        self.cache = CheckedCache(separate_cache_config(cache_config), self.reply_problem) \
+            if cache_config is not None else None
+
+    def reply_problem(self, response: Mapping[str, Any]) -> str | None:
+        """Why a response (as HELM caches it) cannot become completions; None when usable or reported as blocked."""
+        try:
+            parsed = GenerateContentResponse.model_validate({k: v for k, v in response.items() if k not in _TIMES})
+        except ValueError as error:
+            return f"not a GenerateContentResponse ({str(error)[:300]})"
+        if not parsed.candidates and not (parsed.prompt_feedback and parsed.prompt_feedback.block_reason):
+            return "no candidates, and no prompt_feedback block reason"
+        try:
+            self._convert_generate_content_response_to_generated_outputs(parsed)
+        except GoogleGenAIContentBlockedError:
+            return None  # HELM's "Content blocked" failure
+        except (AssertionError, AttributeError, TypeError, ValueError) as error:  # HELM asserts content and role
+            detail = f": {error}" if str(error) else ""
+            return f"a candidate cannot be read ({type(error).__name__}{detail}): no content, or not the model's"
+        return None
+
+    def make_request(self, request: Request) -> RequestResult:
+        """HELM's request; an unusable reply is one failed request (non-fatal, non-retriable), never cached."""
+        try:
+            return super().make_request(request)
+        except UnusableReplyError as error:
+            return RequestResult(success=False, cached=False, error=f"{error}; not cached, a rerun sends the request "
+                                 "again", completions=[], embedding=[],
+                                 error_flags=ErrorFlags(is_retriable=False, is_fatal=False))
 
     def _convert_request_to_contents(self, request: Request) -> list[Content]:
         contents = super()._convert_request_to_contents(request)

@@ -24,8 +24,6 @@ the text first, then the media in order; max_tokens from the request (the protoc
   keys. ``video_num_frames`` asks the generic loader for a fixed frame count instead. Nothing is sent
   in ``mm_processor_kwargs``: frame-sampling keys there clash with frames the loader already sampled.
   Unset (the default for other deployments), the server's defaults apply.
-- The cache key holds each media file's SHA-256, not its path, so changed content is never served
-  from the cache.
 - Reasoning returned separately (``reasoning_content`` / ``reasoning``, or ``<think>`` tags, see
   :func:`split_reasoning`) goes to ``GeneratedOutput.thinking``; only the answer is in ``text``.
 - ``top_logprobs``: 0 (default) asks for no log-probabilities (the request and its cache key are exactly
@@ -42,18 +40,44 @@ the text first, then the media in order; max_tokens from the request (the protoc
   to ``reasoning``. Its values are the model's log-probabilities before temperature, top-k/top-p and
   penalties (``--logprobs-mode raw_logprobs``, the default). The cached response keeps every token's text
   and log-probability but the alternatives of digit tokens only (:func:`trim_alternatives`).
-- Transient failures (connection errors, 408/409/429/5xx) are retried by the ``openai`` package
-  with backoff (``max_retries``); a request that still fails, or fails permanently (other 4xx, e.g.
-  a video too long for the context), returns a non-fatal failure: the run goes on and the metric
-  counts it in ``failed_request``.
+- Failures, each ONE failed request (``success=False``, ``error_flags`` non-retriable and non-fatal: HELM records
+  an empty completion, the metric counts it in ``failed_request`` and charges it per the run's ``failed=``
+  policy, the run goes on), never cached, so a rerun sends the request again:
+
+  - transient errors (connection errors, timeouts, 408/409/429/5xx) are retried by the ``openai`` package with
+    backoff, ``max_retries`` times (default :data:`DEFAULT_MAX_RETRIES`); a request that still fails, or fails
+    permanently (other 4xx, e.g. a video too long for the context), is failed;
+  - a 200 reply that cannot be turned into completions (not JSON, e.g. truncated or ``text/plain``; not an
+    object; no ``choices``; a choice without a ``message``; content that is not text, e.g. a number): the
+    error says what was wrong and quotes the reply's start (:func:`reply_problem`);
+  - a request over the limits the deployment declares (``max_images_per_prompt``, ``max_videos_per_prompt``,
+    ``max_request_bytes``, mirroring vLLM's ``--limit-mm-per-prompt`` and a proxy's body limit; 0 or absent: no
+    limit) is not sent; the error names the limit, by how much it is exceeded and the fix (``max_frames=``,
+    ``max_side=``, ``video=frames``). Media sent inline count as base64 (4/3 of their bytes), a ``file://``
+    video as its URL.
+
+- Time limits: ``timeout_seconds`` (default :data:`DEFAULT_TIMEOUT_SECONDS`, 5 minutes) bounds each attempt's
+  wait for the answer (connecting: at most :data:`CONNECT_TIMEOUT_SECONDS`), and ``max_retries`` (default 2) the
+  attempts after the first, so a server that never answers holds a row for at most about 15 minutes (3 x 5 min
+  plus seconds of backoff; the previous defaults, 600 s and 4 retries, made that about 50 minutes). 5 minutes
+  leaves room for the protocol's 5,000-token answer at about 17 tokens/s; raise ``timeout_seconds`` for slower
+  servers (a long reasoning budget), lower both to fail fast. The rows run in parallel (``-n``), so a server
+  that hangs holds up to N rows at a time.
+- Cache key: HELM's request cache (``helm.common.cache.Cache``, one file per host organization, so every
+  ``vllm/*`` deployment shares ``vllm.sqlite``) keyed by what decides the answer: the server (``base_url``), the
+  served model name, the decoding, the video transport, ``media_io_kwargs``, ``top_logprobs``, max_tokens,
+  stop sequences, ``n``, and the request's content (the text, each media file's SHA-256, never its path, so
+  changed content is never served from the cache). Two deployments on two servers never
+  share answers, even under the same served model name; two deployments that send the same request to the same
+  server do. Entries written before the server was part of the key are not served to any deployment: their
+  keys differ, so they miss and the request is sent again.
 """
 
 import base64
 import hashlib
-import math
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from helm.clients.client import CachingClient
@@ -70,8 +94,29 @@ from helm.common.request import (
 )
 
 from helm_roboreward.core.files import file_digest
+from helm_roboreward.core.request_limits import (
+    DECLARED_LIMIT_ARGS,
+    PlannedRequest,
+    RequestLimits,
+    declared_limits,
+    format_bytes,
+    limit_problems,
+    request_bytes,
+)
 from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS
-from helm_roboreward.helm_layer.clients.concurrency import request_cache, shared_openai_client
+from helm_roboreward.helm_layer.clients.chat_reply import (
+    LOGPROB_FLOOR,
+    UnusableReplyError,
+    answer_digit_tokens,
+    answer_start,
+    decode_reply,
+    merge_logprob,
+    reply_problem,
+    score_token_logprobs,
+    split_reasoning,
+    trim_alternatives,
+)
+from helm_roboreward.helm_layer.clients.openai_sdk import shared_openai_client
 
 DATA_URL = "data_url"
 FILE_URL = "file_url"
@@ -79,143 +124,13 @@ REQUEST_DECODING = "request"
 CHECKPOINT_DECODING = "checkpoint"
 GREEDY_DECODING = "greedy"
 DECODINGS = (REQUEST_DECODING, CHECKPOINT_DECODING, GREEDY_DECODING)
-_THINK_OPEN = "<think>"
-_THINK_CLOSE = "</think>"
-_THINK_OPEN_AT_START = re.compile(r"^\s*<think>")
-_DIGIT = re.compile(r"\d")
-LOGPROB_FLOOR = -9999.0
-"""What a log-probability of -inf (or NaN) is recorded as: the cache is JSON, and vLLM floors at the same value."""
+DEFAULT_TIMEOUT_SECONDS = 300.0
+"""Seconds one attempt waits for its answer (the protocol's 5,000 tokens at about 17 tokens/s)."""
+DEFAULT_MAX_RETRIES = 2
+"""Attempts after the first for transient errors and timeouts (3 in all: at most about 15 minutes a row)."""
+CONNECT_TIMEOUT_SECONDS = 10.0
+"""Seconds to open a connection (an unreachable server fails fast, a slow answer does not)."""
 _WARNED: set[str] = set()
-
-
-def split_reasoning(text: str) -> tuple[str, str | None]:
-    """Separate reasoning in ``<think>`` tags (Qwen3 thinking models) from the answer.
-
-    - ``<think>...</think> answer`` and ``... </think> answer`` (the chat template opened the tag in
-      the prompt, and vLLM ran without a reasoning parser): the answer is what follows ``</think>``.
-    - ``<think>...`` never closed (the budget ran out while reasoning): there is no answer, so the
-      text is empty and the completion counts as unparseable, not as an answer the model was weighing.
-    """
-    if _THINK_CLOSE in text:
-        head, _, tail = text.partition(_THINK_CLOSE)
-        return tail.lstrip(), _THINK_OPEN_AT_START.sub("", head).strip() or None
-    if text.lstrip().startswith(_THINK_OPEN):
-        return "", text.lstrip()[len(_THINK_OPEN):].strip() or None
-    return text, None
-
-
-def answer_start(text: str) -> int | None:
-    """Where the answer :func:`split_reasoning` keeps starts in ``text`` (``text[start:]`` is that answer).
-
-    Returns:
-        The character offset, or None when ``text`` has no answer (a ``<think>`` block never closed).
-    """
-    if _THINK_CLOSE in text:
-        close = text.index(_THINK_CLOSE) + len(_THINK_CLOSE)
-        tail = text[close:]
-        return close + len(tail) - len(tail.lstrip())
-    if text.lstrip().startswith(_THINK_OPEN):
-        return None
-    return 0
-
-
-def merge_logprob(top: dict[str, float], token: str, logprob: Any) -> None:
-    """Add one alternative to a ``top`` map; alternatives with the same text add their probabilities.
-
-    A log-probability that is not a finite number (None, -inf, NaN) is recorded as :data:`LOGPROB_FLOOR`.
-    """
-    value = float(logprob) if isinstance(logprob, (int, float)) and math.isfinite(logprob) else LOGPROB_FLOOR
-    value = max(value, LOGPROB_FLOOR)
-    if token in top:
-        high, low = max(top[token], value), min(top[token], value)
-        value = high + math.log1p(math.exp(low - high))
-    top[token] = value
-
-
-def answer_digit_tokens(spans: Iterable[tuple[int, str, Mapping[str, float]]], answer: str,
-                        start: int) -> list[dict[str, Any]] | None:
-    """The ``score_token_logprobs`` entries of the generated tokens that fall in the answer and hold a digit.
-
-    Args:
-        spans: ``(offset, token text, top alternatives)`` per generated token, in generation order; the
-            offsets count in a text in which ``answer`` starts at ``start``.
-        answer: The final answer (``GeneratedOutput.text``).
-        start: Where ``answer`` starts in the text the offsets count in.
-
-    Returns:
-        One ``{"offset", "text", "top"}`` entry per token with a decimal digit that starts inside the answer
-        (offsets into ``answer``); tokens before the answer (reasoning, ``</think>``, and one that straddles
-        the answer's first character) are left out. None when a digit token does not sit at its offset in
-        the answer: the token texts do not line up with the answer, and no offset is guessed.
-    """
-    entries: list[dict[str, Any]] = []
-    for offset, token, top in spans:
-        at = offset - start
-        if at < 0 or not _DIGIT.search(token):
-            continue
-        if answer[at:at + len(token)] != token:
-            return None
-        entries.append({"offset": at, "text": token, "top": dict(top)})
-    return entries
-
-
-def score_token_logprobs(choice: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """The answer's digit tokens and their top log-probabilities from one chat-completions ``choice``.
-
-    ``choice["logprobs"]["content"]`` lists every generated token (``token``, ``logprob``, ``top_logprobs``).
-    Offsets: normally the token texts concatenate to the message content followed only by tokens without a
-    digit (vLLM lists the end-of-turn token, whose text is not in the content); each token's offset is then
-    its position in that concatenation, re-based to the answer :func:`split_reasoning` keeps (tokens of a
-    ``<think>`` block are left out). Otherwise (a reasoning parser moved the reasoning to
-    ``reasoning_content``, so the tokens start with it), the answer is aligned on its LAST occurrence in the
-    concatenation, which must be followed by no digit. Either way every entry is checked against the answer
-    text (:func:`answer_digit_tokens`).
-
-    Returns:
-        The entries (empty when the answer has no digit), or None when the choice carries no
-        log-probabilities or its tokens cannot be aligned with the answer.
-    """
-    logprobs = choice.get("logprobs")
-    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
-    if not isinstance(content, list):
-        return None
-    tokens = [str(item.get("token") or "") for item in content]
-    raw = str((choice.get("message") or {}).get("content") or "")
-    answer = split_reasoning(raw)[0]
-    joined = "".join(tokens)
-    start = answer_start(raw)
-    if start is None or not answer:
-        return []  # no answer (or an empty one): no answer token to describe
-    if not joined.startswith(raw) or _DIGIT.search(joined[len(raw):]):
-        start = joined.rfind(answer)
-        if start < 0 or _DIGIT.search(joined[start + len(answer):]):
-            return None
-    spans: list[tuple[int, str, dict[str, float]]] = []
-    offset = 0
-    for item, token in zip(content, tokens, strict=True):
-        if _DIGIT.search(token):
-            top: dict[str, float] = {}
-            for alternative in item.get("top_logprobs") or []:
-                merge_logprob(top, str(alternative.get("token") or ""), alternative.get("logprob"))
-            if token not in top:  # the chosen token is always among the alternatives
-                merge_logprob(top, token, item.get("logprob"))
-            spans.append((offset, token, top))
-        offset += len(token)
-    return answer_digit_tokens(spans, answer, start)
-
-
-def trim_alternatives(response: dict[str, Any]) -> dict[str, Any]:
-    """Drop the alternatives of tokens without a digit from a response before it is cached.
-
-    Every generated token keeps its text and log-probability (the offsets need them all), but only digit
-    tokens keep ``top_logprobs``: a long reasoning would otherwise cache N alternatives per token.
-    """
-    for choice in response.get("choices") or []:
-        logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
-        for item in (logprobs.get("content") or []) if isinstance(logprobs, dict) else []:
-            if isinstance(item, dict) and not _DIGIT.search(str(item.get("token") or "")):
-                item["top_logprobs"] = []
-    return response
 
 
 def warn_once(reason: str, message: str) -> None:
@@ -225,8 +140,81 @@ def warn_once(reason: str, message: str) -> None:
         hwarn(message)
 
 
+def completions_of(response: dict[str, Any], logprobs_requested: bool) -> list[GeneratedOutput]:
+    """HELM completions from a usable response (as cached).
+
+    Raises:
+        UnusableReplyError: Any part of it cannot be read.
+    """
+    problem = reply_problem(response)
+    if problem is not None:
+        raise UnusableReplyError(f"the reply is not a usable chat completion: {problem}")
+    try:
+        return [completion_from_choice(choice, response.get("usage"), logprobs_requested)
+                for choice in response["choices"]]
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise UnusableReplyError(f"the reply cannot be read ({type(error).__name__}: {error})") from error
+
+
+def request_limits(values: Mapping[str, Any]) -> RequestLimits:
+    """The limits the constructor arguments declare (:data:`DECLARED_LIMIT_ARGS`; None or 0: no limit).
+
+    Raises:
+        ValueError: A value is not a whole number >= 0 (the message names the argument and where to fix it).
+    """
+    fields = declared_limits({k: v for k, v in values.items() if v is not None}, "OpenAIVideoClient")
+    return RequestLimits(max_images=fields.get("max_images", 0), max_videos=fields.get("max_videos", 0),
+                         max_request_bytes=fields.get("max_request_bytes", 0))
+
+
+def limit_failure(planned: PlannedRequest, limits: RequestLimits) -> str | None:
+    """Why ``planned`` must not be sent under ``limits``: what, which limit, by how much, the fix (None: it fits)."""
+    problems = limit_problems(planned, limits)
+    if not problems:
+        return None
+    over, fixes = [], []
+    if limits.max_images and planned.images > limits.max_images:
+        over.append(f"max_images_per_prompt={limits.max_images}, {planned.images - limits.max_images} over")
+        fixes.append(f"max_frames={limits.max_images} in the run entry (evenly spaced frames; or a lower fps=)")
+    if limits.max_videos and planned.videos > limits.max_videos:
+        over.append(f"max_videos_per_prompt={limits.max_videos}, {planned.videos - limits.max_videos} over")
+        fixes.append("video=frames")
+    size = request_bytes(planned)
+    if limits.max_request_bytes and size > limits.max_request_bytes:
+        over.append(f"max_request_bytes={limits.max_request_bytes} ({format_bytes(limits.max_request_bytes)}), "
+                    f"{format_bytes(size - limits.max_request_bytes)} over")
+        fixes.append("smaller frames with max_side=<pixels> (e.g. max_side=640) or fewer with max_frames="
+                     if planned.images else "video=frames (with max_frames= / max_side= as needed)")
+    unique_fixes = list(dict.fromkeys(fixes))
+    return (f"not sent: the request holds {', '.join(problems)}, over the deployment's declared limits "
+            f"({'; '.join(over)}). Fix: {'; or '.join(unique_fixes)}")
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One content part: how to build it (base64 only when called), its cache-key stand-in, what it weighs."""
+
+    build: Callable[[], dict[str, Any]]
+    key: dict[str, Any]
+    kind: str
+    """text, image or video."""
+    inline_bytes: int = 0
+    """Bytes of a media file sent inline (base64 in the body)."""
+    text_bytes: int = 0
+    """UTF-8 bytes sent as text (the prompt, a ``file://`` URL)."""
+
+
 class OpenAIVideoClient(CachingClient):
-    """Chat completions with native video (``video_url``) and frames (``image_url``) for OpenAI-compatible servers."""
+    """Chat completions with native video (``video_url``) and frames (``image_url``) for OpenAI-compatible servers.
+
+    Time limits: each attempt waits at most ``timeout_seconds`` (default 300) for its answer and
+    :data:`CONNECT_TIMEOUT_SECONDS` (10) to connect; transient errors and time-outs are retried ``max_retries``
+    times (default 2) by the ``openai`` package, so a server that never answers holds a row about 15 minutes, then
+    the row is one non-fatal failed request and the run goes on. Request limits: ``max_images_per_prompt``,
+    ``max_videos_per_prompt``, ``max_request_bytes`` (None or 0: no limit; anything but a whole number >= 0 is a
+    ValueError naming the argument); a request over them is not sent. Every failure is one failed request, never
+    cached; the cache key holds the server and every setting that changes the request (module docstring).
+    """
 
     def __init__(
         self,
@@ -239,15 +227,16 @@ class OpenAIVideoClient(CachingClient):
         video_min_frames: int | None = None,
         video_max_frames: int | None = None,
         video_num_frames: int | None = None,
-        max_retries: int = 4,
-        timeout_seconds: float = 600.0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         decoding: str = REQUEST_DECODING,
         top_logprobs: int = 0,
+        max_images_per_prompt: int | None = None,
+        max_videos_per_prompt: int | None = None,
+        max_request_bytes: int | None = None,
     ) -> None:
         """Args: see the module docstring; ``base_url`` is the server's ``.../v1`` URL."""
-        super().__init__(cache_config=None)  # type: ignore[arg-type]  # HELM's: None is no cache; ours follows
-        if cache_config is not None:  # HELM's SQLite cache over one connection per file and process (concurrency.py)
-            self.cache = request_cache(cache_config)
+        super().__init__(cache_config=cache_config)
         if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0:
             raise ValueError(f"top_logprobs must be a whole number >= 0 (0: no log-probabilities), "
                              f"got {top_logprobs!r}")
@@ -260,7 +249,12 @@ class OpenAIVideoClient(CachingClient):
                 "OpenAIVideoClient needs base_url: set <host>BaseUrl in prod_env/credentials.conf "
                 "(e.g. vllmBaseUrl: \"http://localhost:8000/v1\") or base_url in the deployment's client_spec args"
             )
-        self.client = shared_openai_client(base_url, api_key or "EMPTY", max_retries, timeout_seconds)
+        self.limits = request_limits({"max_images_per_prompt": max_images_per_prompt,
+                                      "max_videos_per_prompt": max_videos_per_prompt,
+                                      "max_request_bytes": max_request_bytes})
+        self.client = shared_openai_client(base_url, api_key or "EMPTY", max_retries, timeout_seconds,
+                                           min(CONNECT_TIMEOUT_SECONDS, timeout_seconds))
+        self.base_url = base_url.rstrip("/")
         self.served_model_name = served_model_name
         self.video_transport = video_transport
         self.video_io: dict[str, Any] = {
@@ -271,31 +265,29 @@ class OpenAIVideoClient(CachingClient):
         self.decoding = decoding
         self.top_logprobs = top_logprobs
 
-    def _part(self, media: MediaObject) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
-        """How to build the content part for one media object, and its cache-key stand-in (no bytes, no paths).
-
-        Each file is read once: its SHA-256 (the key) comes from the bytes in memory, and the base64 data URL is
-        built from the same bytes only when the part is built (a cache miss).
-        """
+    def _part(self, media: MediaObject) -> _Part:
+        """One media object's content part; each file is read once (the key's SHA-256 and the data URL share it)."""
         if media.is_type("text"):
             part = {"type": "text", "text": media.text or ""}
-            return lambda: part, part
+            return _Part(lambda: part, part, "text", text_bytes=len(part["text"].encode("utf-8")))
         if not media.location:
             raise ValueError(f"media object without a location: {media.content_type}")
         if media.is_type("video") and self.video_transport == FILE_URL:
             url = "file://" + os.path.abspath(media.location)
-            return (lambda: {"type": "video_url", "video_url": {"url": url}},
-                    {"type": "video_url", "sha256": file_digest(media.location), "transport": FILE_URL})
+            return _Part(lambda: {"type": "video_url", "video_url": {"url": url}},
+                         {"type": "video_url", "sha256": file_digest(media.location), "transport": FILE_URL},
+                         "video", text_bytes=len(url.encode("utf-8")))
         with open(media.location, "rb") as handle:
             data = handle.read()
         digest = hashlib.sha256(data).hexdigest()
         content_type = media.content_type
         if media.is_type("video"):
-            return (lambda: {"type": "video_url", "video_url": {"url": _data_url(content_type, data)}},
-                    {"type": "video_url", "sha256": digest, "transport": self.video_transport})
+            return _Part(lambda: {"type": "video_url", "video_url": {"url": _data_url(content_type, data)}},
+                         {"type": "video_url", "sha256": digest, "transport": self.video_transport},
+                         "video", inline_bytes=len(data))
         if media.is_type("image"):
-            return (lambda: {"type": "image_url", "image_url": {"url": _data_url(content_type, data)}},
-                    {"type": "image_url", "sha256": digest})
+            return _Part(lambda: {"type": "image_url", "image_url": {"url": _data_url(content_type, data)}},
+                         {"type": "image_url", "sha256": digest}, "image", inline_bytes=len(data))
         raise ValueError(f"OpenAIVideoClient cannot send {media.content_type} media")
 
     def _extra_body(self) -> dict[str, Any]:
@@ -303,17 +295,21 @@ class OpenAIVideoClient(CachingClient):
 
     def _build(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
         """The request body and its cache key."""
-        make_body, key = self._prepare(request)
+        make_body, key, _ = self._prepare(request)
         return make_body(), key
 
-    def _prepare(self, request: Request) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
-        """A function building the request body (media encoded only when called) and the request's cache key."""
+    def _prepare(self, request: Request) -> tuple[Callable[[], dict[str, Any]], dict[str, Any], PlannedRequest]:
+        """A function building the body (media encoded only when called), the cache key, what the body holds."""
         if request.multimodal_prompt is not None:
-            pairs = [self._part(media) for media in request.multimodal_prompt.media_objects]
-            parts: list[Callable[[], dict[str, Any]]] | None = [part for part, _ in pairs]
-            key_content: Any = [key for _, key in pairs]
+            parts: list[_Part] | None = [self._part(media) for media in request.multimodal_prompt.media_objects]
+            key_content: Any = [part.key for part in parts or []]
         else:
             parts, key_content = None, request.prompt
+        planned = PlannedRequest(
+            row="request", images=sum(p.kind == "image" for p in parts or []),
+            videos=sum(p.kind == "video" for p in parts or []),
+            media_file_bytes=tuple(p.inline_bytes for p in parts or [] if p.inline_bytes),
+            text_bytes=sum(p.text_bytes for p in parts) if parts is not None else len(request.prompt.encode("utf-8")))
         fields: dict[str, Any] = {
             "model": self.served_model_name or request.model_engine,
             "max_tokens": request.max_tokens,
@@ -325,47 +321,54 @@ class OpenAIVideoClient(CachingClient):
             fields["temperature"] = 0.0
         if request.stop_sequences:
             fields["stop"] = list(request.stop_sequences)
-        if self.top_logprobs:  # absent when off: the request and its cache key stay those of before the option
+        if self.top_logprobs:  # absent when off: the request is exactly that of a client without the option
             fields["logprobs"] = True
             fields["top_logprobs"] = self.top_logprobs
         extra = self._extra_body()
-        key = {**fields, "content": key_content, "extra_body": extra,
-               **({} if self.decoding == REQUEST_DECODING else {"decoding": self.decoding})}
+        key = {"server": self.base_url, **fields, "content": key_content, "extra_body": extra,
+               "decoding": self.decoding, "video_transport": self.video_transport}
 
         def make_body() -> dict[str, Any]:
-            content: Any = [part() for part in parts] if parts is not None else request.prompt
+            content: Any = [part.build() for part in parts] if parts is not None else request.prompt
             body = {"model": fields["model"], "messages": [{"role": "user", "content": content}],
                     **{k: v for k, v in fields.items() if k != "model"}}
             return {**body, **({"extra_body": extra} if extra else {})}
 
-        return make_body, dict(CachingClient.make_cache_key(key, request))
+        return make_body, dict(CachingClient.make_cache_key(key, request)), planned
 
     def make_request(self, request: Request) -> RequestResult:
-        """Send one chat completion (or serve it from the cache)."""
+        """Send one chat completion (or serve it from the cache); every failure is one non-fatal failed request."""
         import openai
 
         try:
-            make_body, cache_key = self._prepare(request)
+            make_body, cache_key, planned = self._prepare(request)
         except (OSError, ValueError) as error:
-            return _failure(f"cannot build the request: {error}", retriable=False)
+            return _failure(f"cannot build the request: {error}")
+        over = limit_failure(planned, self.limits)
+        if over is not None:
+            return _failure(over)
 
         def do_it() -> dict[str, Any]:
-            response: dict[str, Any] = self.client.chat.completions.create(**make_body()).model_dump(mode="json")
+            raw = self.client.chat.completions.with_raw_response.create(**make_body())
+            response = decode_reply(raw.headers.get("content-type", ""), raw.text)
+            completions_of(response, self.top_logprobs > 0)  # raises before the cache writes an unusable reply
             return trim_alternatives(response)
 
         try:
             response, cached = self.cache.get(cache_key, wrap_request_time(do_it))
+            completions = completions_of(response, self.top_logprobs > 0)
+        except UnusableReplyError as error:
+            return _failure(f"{error}; not cached, a rerun sends the request again")
         except openai.APIStatusError as error:
-            return _failure(f"server answered {error.status_code}: {error.message}", retriable=False)
+            return _failure(f"server answered {error.status_code}: {error.message}")
         except openai.APIError as error:  # connection errors and timeouts, after the openai package's retries
-            return _failure(f"request failed after retries: {error}", retriable=False)
+            return _failure(f"request failed after {self.client.max_retries} retries: {error}")
         return RequestResult(
             success=True,
             cached=cached,
             request_time=response.get("request_time"),
             request_datetime=response.get("request_datetime"),
-            completions=[completion_from_choice(choice, response.get("usage"), self.top_logprobs > 0)
-                         for choice in response.get("choices", [])],
+            completions=completions,
             embedding=[],
         )
 
@@ -409,11 +412,17 @@ def _data_url(content_type: str, data: bytes) -> str:
     return f"data:{content_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def _failure(message: str, retriable: bool) -> RequestResult:
+def _failure(message: str) -> RequestResult:
+    """One failed request: not retried by HELM, not fatal (HELM records an empty completion and the run goes on)."""
     return RequestResult(success=False, cached=False, error=message, completions=[], embedding=[],
-                         error_flags=ErrorFlags(is_retriable=retriable, is_fatal=False))
+                         error_flags=ErrorFlags(is_retriable=False, is_fatal=False))
 
 
-__all__: list[str] = ["OpenAIVideoClient", "split_reasoning", "answer_start", "answer_digit_tokens",
-                      "score_token_logprobs", "completion_from_choice", "trim_alternatives", "SCORE_TOKEN_LOGPROBS",
-                      "DATA_URL", "FILE_URL"]
+__all__: list[str] = [
+    "CONNECT_TIMEOUT_SECONDS", "DATA_URL", "DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT_SECONDS", "FILE_URL",
+    "OpenAIVideoClient", "completion_from_choice", "completions_of", "limit_failure", "request_limits", "warn_once",
+    # read from chat_reply and core, importable from here as before (the transformers client and the tests use them)
+    "DECLARED_LIMIT_ARGS", "LOGPROB_FLOOR", "SCORE_TOKEN_LOGPROBS", "UnusableReplyError", "answer_digit_tokens",
+    "answer_start", "decode_reply", "merge_logprob", "reply_problem", "score_token_logprobs", "split_reasoning",
+    "trim_alternatives",
+]

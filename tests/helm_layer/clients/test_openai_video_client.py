@@ -14,6 +14,7 @@ import shutil
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helm.common.cache import BlackHoleCacheConfig, CacheConfig, SqliteCacheConfig
@@ -22,7 +23,8 @@ from helm.common.request import Request, RequestResult
 from helm.proxy.retry import retry_if_request_failed
 
 from helm_roboreward.core.prompt import build_prompt
-from helm_roboreward.helm_layer.clients.openai_video_client import OpenAIVideoClient
+from helm_roboreward.helm_layer.clients import openai_video_client
+from helm_roboreward.helm_layer.clients.openai_video_client import DECLARED_LIMIT_ARGS, OpenAIVideoClient
 from helm_roboreward.media.copies import store_video
 from helm_roboreward.media.decoding import extract_frames
 from helm_roboreward.media.selection import FrameOptions
@@ -37,6 +39,8 @@ from tests.helpers.fakes import (
     media_parts,
     unused_port,
 )
+from tests.helpers.fakes.openai_chat import MALFORMED_BODIES
+from tests.helpers.fakes.server import malformed
 from tests.helpers.sample import CLIP_NAME, SAMPLE, clip_rows, kind_of, rows_of, stem_of
 
 LEAKY_SUBSET = "sim_kuka"
@@ -90,6 +94,18 @@ def make_request(media: Sequence[MediaObject], max_tokens: int = 5000, prompt: s
 
 def video_request(path: Path, **kwargs: object) -> Request:
     return make_request([MediaObject(location=str(path), content_type="video/mp4")], **kwargs)  # type: ignore[arg-type]
+
+
+def frames_request(paths: Sequence[Path]) -> Request:
+    return make_request([MediaObject(location=str(p), content_type="image/jpeg") for p in paths])
+
+
+def tiny_frames(folder: Path, count: int) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{index:04d}.jpg" for index in range(count)]
+    for index, path in enumerate(paths):
+        path.write_bytes(b"\xff\xd8\xff\xe0 frame %d \xff\xd9" % index)
+    return paths
 
 
 def sha256(data: bytes) -> str:
@@ -310,6 +326,65 @@ def test_cache_key_differs_between_prompts_and_settings(fake: FakeModelServer, l
     assert len(fake.requests_to(CHAT)) == 4
 
 
+def test_two_servers_with_the_same_served_name_never_share_answers(leaky_video: Path, tmp_path: Path) -> None:
+    """A fine-tune served elsewhere under the base model's name: HELM gives every vllm/* deployment one cache file."""
+    cache = SqliteCacheConfig(str(tmp_path / "vllm.sqlite"))
+    with FakeModelServer(constant("ANSWER: 1")) as base, FakeModelServer(constant("ANSWER: 5")) as finetune:
+        results = [make_client(url, cache).make_request(video_request(leaky_video))
+                   for url in (base.base_url, finetune.base_url, base.base_url + "/", finetune.base_url)]
+        sent = (len(base.requests_to(CHAT)), len(finetune.requests_to(CHAT)))
+    assert [(r.completions[0].text, r.cached) for r in results] == [
+        ("ANSWER: 1", False), ("ANSWER: 5", False), ("ANSWER: 1", True), ("ANSWER: 5", True)]
+    assert sent == (1, 1), "each server received its own request"
+
+
+ANSWER_SETTINGS = [{"server_url": "http://127.0.0.1:10/v1"}, {"served_model_name": "someone/else"},
+                   {"decoding": "greedy"}, {"decoding": "checkpoint"}, {"video_transport": "file_url"},
+                   {"video_fps": 2}, {"video_num_frames": 8}, {"top_logprobs": 5}]
+
+
+@pytest.mark.parametrize("setting", ANSWER_SETTINGS, ids=lambda setting: next(iter(setting)))
+def test_every_setting_that_changes_the_request_changes_the_cache_key(setting: dict[str, object],
+                                                                      leaky_video: Path) -> None:
+    arguments = {"server_url": "http://127.0.0.1:9/v1", **setting}
+    base_key = make_client("http://127.0.0.1:9/v1")._build(video_request(leaky_video))[1]
+    key = make_client(**arguments)._build(video_request(leaky_video))[1]  # type: ignore[arg-type]
+    assert key != base_key
+    assert base_key["server"] == "http://127.0.0.1:9/v1" and base_key["model"] == SERVED
+
+
+def test_settings_that_do_not_change_the_answer_keep_the_cache_key(leaky_video: Path) -> None:
+    key = make_client("http://127.0.0.1:9/v1")._build(video_request(leaky_video))[1]
+    for setting in ({"timeout_seconds": 1.0}, {"max_retries": 5}, {"api_key": "sk-other"},
+                    {"max_images_per_prompt": 3, "max_request_bytes": 10**9}):
+        assert make_client("http://127.0.0.1:9/v1/", **setting)._build(video_request(leaky_video))[1] == key
+
+
+def test_media_is_read_once_and_encoded_only_on_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = tiny_frames(tmp_path / "frames", 1)[0]
+    opened: list[str] = []
+    encoded: list[int] = []
+    real_open, real_data_url = open, openai_video_client._data_url
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    def counting_data_url(content_type: str, data: bytes) -> str:
+        encoded.append(len(data))
+        return real_data_url(content_type, data)
+
+    monkeypatch.setattr(openai_video_client, "open", counting_open, raising=False)
+    monkeypatch.setattr(openai_video_client, "_data_url", counting_data_url)
+    cache = SqliteCacheConfig(str(tmp_path / "vllm.sqlite"))
+    with FakeModelServer() as fake:
+        first = make_client(fake.base_url, cache).make_request(frames_request([frame]))
+        second = make_client(fake.base_url, cache).make_request(frames_request([frame]))
+    assert (first.success, first.cached, second.success, second.cached) == (True, False, True, True)
+    assert opened == [str(frame), str(frame)]  # once per request: the key's digest and the body share the bytes
+    assert encoded == [frame.stat().st_size]  # base64 only for the miss (benchmarks/requests_in_flight.py)
+
+
 # --------------------------------------------------------------------------------------------- reasoning, usage
 
 
@@ -450,11 +525,60 @@ def test_connection_refused_is_a_non_fatal_failure(leaky_video: Path) -> None:
     assert_non_fatal_failure(result)
 
 
-def test_timeout_is_a_non_fatal_failure(leaky_video: Path) -> None:
-    with FakeModelServer(constant(delay=3.0)) as server:
-        client = make_client(server.base_url, max_retries=0, timeout_seconds=0.3)
+def test_a_server_that_never_answers_fails_the_row_after_the_retries(leaky_video: Path) -> None:
+    with FakeModelServer(constant(delay=6.0)) as server:
+        client = make_client(server.base_url, max_retries=1, timeout_seconds=0.5)
+        started = time.monotonic()
         result = client.make_request(video_request(leaky_video))
+        elapsed = time.monotonic() - started
+        attempts = len(server.requests_to(CHAT))
     assert_non_fatal_failure(result)
+    assert attempts == 2, "the first attempt and one retry"
+    assert "timed out" in str(result.error) and "after 1 retries" in str(result.error)
+    assert elapsed < 5, f"two 0.5-s attempts and a short backoff took {elapsed:.1f} s"
+
+
+def test_default_time_limits_reach_the_openai_client() -> None:
+    client = OpenAIVideoClient(cache_config=BlackHoleCacheConfig(), base_url="http://127.0.0.1:9/v1")
+    assert client.client.max_retries == 2
+    assert (client.client.timeout.read, client.client.timeout.connect) == (300.0, 10.0)
+    short = make_client("http://127.0.0.1:9/v1", timeout_seconds=2.0, max_retries=5)
+    assert (short.client.max_retries, short.client.timeout.read, short.client.timeout.connect) == (5, 2.0, 2.0)
+
+
+# --------------------------------------------------------------------------------------------- malformed 200 replies
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED_BODIES))
+def test_a_malformed_reply_is_one_failed_request_and_never_cached(kind: str, leaky_video: Path,
+                                                                    tmp_path: Path) -> None:
+    cache = SqliteCacheConfig(str(tmp_path / "malformed.sqlite"))
+    with FakeModelServer(lambda recorded: malformed(kind)) as server:
+        failed = make_client(server.base_url, cache, max_retries=2).make_request(video_request(leaky_video))
+        assert len(server.requests_to(CHAT)) == 1, "a 200 reply is not retried"
+        server.behaviour = constant("ANSWER: 2")  # the server is fixed
+        fixed = make_client(server.base_url, cache).make_request(video_request(leaky_video))
+        again = make_client(server.base_url, cache).make_request(video_request(leaky_video))
+        assert len(server.requests_to(CHAT)) == 2, "the rerun sent the request again; then it was cached"
+    assert_non_fatal_failure(failed)
+    assert "the server answered 200" in str(failed.error) and "not cached" in str(failed.error)
+    assert (fixed.success, fixed.cached, fixed.completions[0].text) == (True, False, "ANSWER: 2")
+    assert again.cached is True
+
+
+def test_other_requests_are_answered_while_one_reply_is_malformed(leaky_video: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.mp4"
+    shutil.copyfile(SAMPLE / OTHER_VIDEO, other)
+    bad = sha256(other.read_bytes())
+
+    def behaviour(recorded: Recorded) -> Reply:
+        return malformed("empty-object") if sha256(media_parts(recorded)[1].data or b"") == bad else Reply("ANSWER: 4")
+
+    with FakeModelServer(behaviour) as server:
+        client = make_client(server.base_url)
+        results = [client.make_request(video_request(path)) for path in (leaky_video, other, leaky_video)]
+    assert [r.success for r in results] == [True, False, True]
+    assert "no choices" in str(results[1].error)
 
 
 def test_missing_media_file_fails_without_a_request(fake: FakeModelServer, tmp_path: Path) -> None:
@@ -474,6 +598,62 @@ def test_unsupported_media_fails_without_a_request(fake: FakeModelServer, tmp_pa
         make_request([MediaObject(location=str(audio), content_type="audio/wav")]))
     assert_non_fatal_failure(result)
     assert fake.requests == []
+
+
+# --------------------------------------------------------------------------------------------- request limits
+
+
+@pytest.mark.parametrize("argument", list(DECLARED_LIMIT_ARGS))
+@pytest.mark.parametrize("value", [-1, 1.5, "3", True])
+def test_a_bad_limit_names_the_argument(argument: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"OpenAIVideoClient declares {argument}: .*; it must be a whole number >= 0"):
+        make_client("http://127.0.0.1:9/v1", None, **{argument: value})
+
+
+def test_zero_or_absent_limits_limit_nothing() -> None:
+    assert make_client("http://127.0.0.1:9/v1").limits.is_empty
+    zeros = {argument: 0 for argument in DECLARED_LIMIT_ARGS}
+    assert make_client("http://127.0.0.1:9/v1", None, **zeros).limits.is_empty
+    limits = make_client("http://127.0.0.1:9/v1", max_images_per_prompt=4, max_videos_per_prompt=1,
+                         max_request_bytes=1000).limits
+    assert (limits.max_images, limits.max_videos, limits.max_request_bytes) == (4, 1, 1000)
+
+
+def test_a_request_over_the_image_limit_is_not_sent(fake: FakeModelServer, tmp_path: Path) -> None:
+    frames = tiny_frames(tmp_path / "frames", 3)
+    client = make_client(fake.base_url, max_images_per_prompt=2)
+    over = client.make_request(frames_request(frames))
+    assert fake.requests == [], "nothing was sent for the row over the limit"
+    fits = client.make_request(frames_request(frames[:2]))
+    assert_non_fatal_failure(over)
+    error = str(over.error)
+    assert "not sent" in error and "3 images" in error and "max_images_per_prompt=2, 1 over" in error
+    assert "max_frames=2" in error
+    assert fits.success and [p.kind for p in media_parts(only_request(fake))] == ["text", "image", "image"]
+
+
+def test_a_request_over_the_video_limit_is_not_sent(fake: FakeModelServer, leaky_video: Path) -> None:
+    two = make_request([MediaObject(location=str(leaky_video), content_type="video/mp4")] * 2)
+    result = make_client(fake.base_url, max_videos_per_prompt=1).make_request(two)
+    assert_non_fatal_failure(result)
+    assert "2 videos" in str(result.error) and "max_videos_per_prompt=1, 1 over" in str(result.error)
+    assert "video=frames" in str(result.error) and fake.requests == []
+
+
+def test_a_request_over_the_byte_limit_is_not_sent_nor_cached(fake: FakeModelServer, leaky_video: Path,
+                                                              tmp_path: Path) -> None:
+    cache = SqliteCacheConfig(str(tmp_path / "limits.sqlite"))
+    size = leaky_video.stat().st_size  # inline, the video weighs 4/3 of that: over a limit of its raw size
+    over = make_client(fake.base_url, cache, max_request_bytes=size).make_request(video_request(leaky_video))
+    assert_non_fatal_failure(over)
+    error = str(over.error)
+    assert f"max_request_bytes={size}" in error and "with base64" in error and " over" in error
+    assert "video=frames" in error and fake.requests == []
+    by_path = make_client(fake.base_url, cache, max_request_bytes=size, video_transport="file_url")
+    assert by_path.make_request(video_request(leaky_video)).success, "a file:// video weighs its URL"
+    unlimited = make_client(fake.base_url, cache).make_request(video_request(leaky_video))
+    assert unlimited.success and unlimited.cached is False, "the refused request was never cached"
+    assert len(fake.requests_to(CHAT)) == 2
 
 
 # --------------------------------------------------------------------------------------------- construction

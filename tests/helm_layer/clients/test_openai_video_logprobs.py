@@ -94,8 +94,8 @@ def test_off_by_default_the_request_and_cache_key_are_unchanged() -> None:
     body, key = make_client()._build(text_request())
     assert make_client(top_logprobs=0)._build(text_request()) == (body, key)
     assert "logprobs" not in body and "top_logprobs" not in body
-    assert key == {"model": SERVED, "max_tokens": 5000, "n": 1, "temperature": 0.0, "content": "Rate the video.",
-                   "extra_body": {}}
+    assert key == {"server": "http://127.0.0.1:9/v1", "model": SERVED, "max_tokens": 5000, "n": 1, "temperature": 0.0,
+                   "content": "Rate the video.", "extra_body": {}, "decoding": "request", "video_transport": "data_url"}
 
 
 def test_top_logprobs_reach_the_request_and_the_cache_key() -> None:

@@ -3,10 +3,13 @@
 Clients: this package's ``OpenAIVideoClient`` (vLLM deployments) through the ``openai`` package. Answers
 carry ``message.reasoning_content`` when the reply has reasoning, ``logprobs.content`` when it has log
 probabilities, and ``usage`` with token counts. ``GET .../models`` (the served model list) is answered too.
+:data:`MALFORMED_BODIES` are 200 answers no client can turn into a completion (sent by
+:func:`tests.helpers.fakes.server.malformed`).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +18,26 @@ from tests.helpers.fakes.exchange import Part, ProviderApi, Recorded, Reply, sin
 
 CHAT = "chat"
 MODELS = "models"
+
+
+_NUMBER_CONTENT = {
+    "id": "chatcmpl-fake-number", "object": "chat.completion", "created": 0, "model": "fake",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": 3}, "finish_reason": "stop",
+                 "logprobs": None}],
+    "usage": {"prompt_tokens": 11, "completion_tokens": 1, "total_tokens": 12},
+}
+_VALID = json.dumps({**_NUMBER_CONTENT, "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                           "content": "ANSWER: 3"}}]})
+MALFORMED_BODIES: dict[str, tuple[str, bytes]] = {
+    "truncated-json": ("application/json", _VALID[: len(_VALID) // 2].encode()),
+    "text-plain": ("text/plain; charset=utf-8", b"upstream worker crashed, please retry"),
+    "empty-object": ("application/json", b"{}"),
+    "number-content": ("application/json", json.dumps(_NUMBER_CONTENT).encode()),
+    "empty-choices": ("application/json", json.dumps({**_NUMBER_CONTENT, "choices": []}).encode()),
+    "json-list": ("application/json", b"[]"),
+}
+"""Malformed 200 answers by kind: ``(Content-Type, body)``. A truncated body (the first half of a valid answer, its
+Content-Length right), plain text, ``{}``, a number as the message content, no choices, a JSON list."""
 
 
 def user_messages(body: Any) -> list[Any]:

@@ -12,7 +12,8 @@ format of the API its path belongs to, each API in its own module:
 Every request (method, path, headers, raw body and parsed JSON) is recorded in arrival order. What to answer
 is decided per request by a *behaviour*: a function of the :class:`Recorded` request returning a
 :class:`Reply` (answer text, reasoning, status code, extra headers, delay, token counts).
-:class:`FailFirst` fails the first k requests, then delegates.
+:class:`FailFirst` fails the first k requests, then delegates. A :class:`RawReply` is sent as its exact bytes with
+its own ``Content-Type`` (a malformed 200 answer: :func:`malformed`, from :data:`.openai_chat.MALFORMED_BODIES`).
 
 :func:`media_parts` turns a recorded request of any of the four APIs into one list of :class:`Part`
 (text / image / video, in order, data URLs and inline base64 decoded), so tests can compare what reached the
@@ -27,12 +28,13 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.helpers.fakes import anthropic_messages, gemini, openai_chat, openai_responses
-from tests.helpers.fakes.exchange import Behaviour, Part, ProviderApi, Recorded, constant
+from tests.helpers.fakes.exchange import Behaviour, Part, ProviderApi, Recorded, Reply, constant
 
 MODELS = openai_chat.MODELS
 UNKNOWN = "unknown"
@@ -73,6 +75,20 @@ def without_media_payloads(recorded: Recorded) -> str:
     text = recorded.raw.decode("utf-8")
     text = re.sub(r"data:[^;\"]+;base64,[A-Za-z0-9+/=_-]+", "data:<payload>", text)
     return re.sub(r'("data"\s*:\s*")[A-Za-z0-9+/=_-]{64,}"', r'\1<payload>"', text)
+
+
+@dataclass
+class RawReply(Reply):
+    """A reply sent as ``body``, byte for byte, with ``content_type`` (status, headers and delay as any reply)."""
+
+    body: bytes = b""
+    content_type: str = "application/json"
+
+
+def malformed(kind: str, **kwargs: Any) -> RawReply:
+    """A malformed 200 chat-completions answer of one :data:`.openai_chat.MALFORMED_BODIES` kind."""
+    content_type, body = openai_chat.MALFORMED_BODIES[kind]
+    return RawReply(body=body, content_type=content_type, **kwargs)
 
 
 def unused_port() -> int:
@@ -194,18 +210,21 @@ class FakeModelServer:
             raise
         if reply.delay:
             time.sleep(reply.delay)
+        if isinstance(reply, RawReply):
+            self._send(handler, reply.status, reply.body, reply.headers, reply.content_type)
+            return
         if reply.status != 200:
             self._send(handler, reply.status, provider.error(reply), reply.headers)
             return
         self._send(handler, 200, provider.answer(recorded, reply), reply.headers)
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any],
-              headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any] | bytes,
+              headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
         try:
             handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Type", content_type)
             handler.send_header("Content-Length", str(len(data)))
             for name, value in (headers or {}).items():
                 handler.send_header(name, value)
