@@ -12,8 +12,15 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.core.benchmark import MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
-from helm_roboreward.data.naming import CLIP_NAME, clip_name_score, cluster_of, episode_of
+from helm_roboreward.core.benchmark import (
+    ALL_KNOWN_SUBSETS,
+    MAX_SCORE,
+    METADATA_FILE,
+    MIN_SCORE,
+    TEST_SPLIT,
+    subset_info,
+)
+from helm_roboreward.data.naming import CLIP_NAME, OXE_EPISODE_NAME, clip_name_score, cluster_of, episode_of
 
 REQUIRED_FIELDS = ("file_name", "task", "reward")
 MAX_REPORTED_PROBLEMS = 20
@@ -89,9 +96,13 @@ def infer_kind(row: MetadataRow) -> str:
 
     Natural subsets hold only natural rollouts; ``..._attempt_<n>_score_<k>`` names are temporal
     clips; the remaining rows are counterfactual relabels when their reward is below 5 and original
-    successes otherwise.
+    successes otherwise. That inference holds for the Open X-Embodiment subsets RoboReward built; a subset this
+    package does not know (a user's own data, e.g. a LeRobot import) is natural rollouts unless its names follow
+    those OXE patterns.
     """
     if subset_info(row.subset).natural:
+        return NATURAL
+    if row.subset not in ALL_KNOWN_SUBSETS and not (CLIP_NAME.match(row.stem) or OXE_EPISODE_NAME.match(row.stem)):
         return NATURAL
     if CLIP_NAME.match(row.stem):
         return CLIP

@@ -399,8 +399,9 @@ def _row(file_name: str, reward: int = 3) -> MetadataRow:
         ("bridge/ep.mp4", 4, COUNTERFACTUAL),
         ("sim_kuka/episode_000080_relabel_0.mp4", 2, COUNTERFACTUAL),
         ("bridge/ep.mp4", 5, ORIGINAL),
-        ("unregistered_subset/ep.mp4", 5, ORIGINAL),
-        ("unregistered_subset/ep.mp4", 2, COUNTERFACTUAL),
+        ("unregistered_subset/ep.mp4", 5, NATURAL),  # a subset we do not know: natural unless OXE-named
+        ("unregistered_subset/ep.mp4", 2, NATURAL),
+        ("unregistered_subset/u_originalsplit_train_index_3.mp4", 2, COUNTERFACTUAL),
         ("bridge/ep_attempt_x_score_3.mp4", 3, COUNTERFACTUAL),  # not the clip pattern
         ("bridge/ep_score_3.mp4", 3, COUNTERFACTUAL),
     ],
@@ -608,3 +609,15 @@ def test_instance_id_stable_and_opaque(sample_rollouts: list) -> None:
             if len(part) >= 4 and not re.fullmatch(r"[0-9a-f]+", part):
                 assert part not in identifier
     assert instance_id("b/e_attempt_0_score_3.mp4") != instance_id("b/e_attempt_0_score_4.mp4")
+
+
+def test_rows_of_an_unknown_subset_are_natural_unless_named_like_oxe() -> None:
+    from helm_roboreward.data.rows import MetadataRow, infer_kind
+
+    def kind(name: str, reward: int) -> str:
+        return infer_kind(MetadataRow(line=1, file_name=f"my_lab_robot/{name}.mp4", task="t", reward=reward))
+
+    assert kind("episode_000012", 2) == "natural" and kind("episode_000013", 5) == "natural"  # a LeRobot import
+    assert kind("my_lab_robot_originalsplit_train_index_3", 2) == "counterfactual"
+    assert kind("my_lab_robot_originalsplit_train_index_3_attempt_1_score_2", 2) == "clip"
+    assert infer_kind(MetadataRow(line=1, file_name="bridge/episode_1.mp4", task="t", reward=2)) == "counterfactual"
