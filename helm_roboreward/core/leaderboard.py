@@ -9,6 +9,8 @@ names (this package registers the ones HELM 0.5.16 does not ship). ``roboreward 
 
 from dataclasses import dataclass
 
+from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS
+
 
 @dataclass(frozen=True)
 class PublishedEntry:
@@ -52,3 +54,17 @@ PUBLISHED_LEADERBOARD: tuple[PublishedEntry, ...] = (
 """The 25 published rows, best first."""
 
 LEADERBOARD_MODELS: tuple[str, ...] = tuple(entry.model for entry in PUBLISHED_LEADERBOARD)
+
+PUBLISHED_SUBSET_MAE: dict[str, dict[str, float]] = {
+    "teetone/roboreward-8b": dict(zip(OFFICIAL_SUBSET_IDS, (
+        0.768, 0.701, 0.340, 0.538, 0.577, 0.674, 0.770, 0.587, 0.474, 0.670, 0.830, 0.807, 0.720, 0.396, 0.485,
+        0.890, 0.473, 0.493, 0.947, 0.100, 0.452, 1.394, 1.200), strict=True)),
+}
+"""Published per-subset MAEs where we have them: RoboReward 8B's subset columns on the same leaderboard (the source
+above, read 2026-11-12), in official column order; copied in the project protocol, section 7, and docs/protocol.md,
+section 8. Their unweighted mean is its published 0.665 (instance-weighted it would be 0.696)."""
+
+
+def published_entry(model: str) -> PublishedEntry | None:
+    """The published row of a HELM model name, or None when the leaderboard does not rank it."""
+    return next((entry for entry in PUBLISHED_LEADERBOARD if entry.model == model), None)

@@ -17,6 +17,7 @@ from helm_roboreward.core.benchmark import (
     SAMPLE_SUBSET_IDS,
     subset_info,
 )
+from helm_roboreward.core.peer_metrics import PeerMetrics, PeerRow, peer_metrics
 from helm_roboreward.presentation.report.bootstrap import (
     MAX_HALF_WIDTH,
     MIN_CLUSTERS,
@@ -30,6 +31,7 @@ from helm_roboreward.presentation.report.bootstrap import (
 )
 from helm_roboreward.presentation.report.calibration import CalibrationSummary, calibration_summaries
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
+from helm_roboreward.presentation.report.published import ModelScore, PublishedReference, published_reference
 from helm_roboreward.presentation.report.reward_model import RewardModelSummary, reward_model_summaries
 
 SCORES = list(range(MIN_SCORE, MAX_SCORE + 1))
@@ -39,7 +41,7 @@ CONFUSION_COLUMNS = [str(score) for score in SCORES] + ["other", "invalid"]
 
 @dataclass(frozen=True)
 class Settings:
-    """Bootstrap settings and the rule for subsets too small to separate models."""
+    """Bootstrap settings, the rule for intervals too small to trust, and whether to show the published rows."""
 
     resamples: int = 2000
     seed: int = 0
@@ -49,6 +51,9 @@ class Settings:
 
     max_half_width: float = MAX_HALF_WIDTH
     """A model's subset-MAE interval half-width above this: too small (spans 0.5 MAE, more than most gaps)."""
+
+    published: bool = True
+    """Show the published leaderboard beside the suite's models (on the public split; ``--no-published``: no)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,9 @@ class ModelSummary:
     """Subsets where the model has rows but every request failed and its run left them out (``failed=skip``):
     no error to average, on the leaderboard or here."""
 
+    peer: PeerMetrics | None = None
+    """Micro and macro MAE, exact and within-1 accuracy, mean prediction per gold label (core/peer_metrics.py)."""
+
 
 @dataclass(frozen=True)
 class PairSummary:
@@ -141,6 +149,9 @@ class ReportData:
 
     calibration: list[CalibrationSummary] = field(default_factory=list)
     """Expected-score MAE and P(5) calibration of the models with expected scores, ranked as :attr:`models`."""
+
+    published: PublishedReference | None = None
+    """The published leaderboard beside the models, or why it is left out; None with ``--no-published``."""
 
 
 def subset_order(subsets: Sequence[str]) -> list[str]:
@@ -224,6 +235,8 @@ def _model_summaries(
             failures=failure_modes(model.rows),
             confusion=confusion_matrix(model.rows),
             failed_subsets=every_request_failed(model.rows),
+            peer=peer_metrics(PeerRow(row.subset, int(row.gold), row.predicted, row.abs_error)
+                              for row in model.rows if row.gold is not None),
         ))
     return summaries
 
@@ -277,6 +290,14 @@ def analyse(suite: SuiteRows, settings: Settings) -> ReportData:
     ranked = [suite.models[column] for column in order]
     reward_models = reward_model_summaries(ranked, settings.resamples, settings.seed, settings.confidence,
                                            settings.min_clusters, settings.max_half_width)
-    return ReportData(suite.suite, settings, subset_summaries, [summaries[column] for column in order],
-                      pair_summaries, list(suite.warnings), list(suite.notes), reward_models,
-                      calibration_summaries(ranked))
+    models = [summaries[column] for column in order]
+    return ReportData(suite.suite, settings, subset_summaries, models, pair_summaries, list(suite.warnings),
+                      list(suite.notes), reward_models, calibration_summaries(ranked),
+                      _published(suite, models, subsets) if settings.published else None)
+
+
+def _published(suite: SuiteRows, models: Sequence[ModelSummary], subsets: Sequence[str]) -> PublishedReference:
+    scores = [ModelScore(model.model, model.display_name, model.macro.estimate if model.macro else None,
+                         sum(subset in OFFICIAL_SUBSET_IDS for subset in model.subset_mae)) for model in models]
+    runs = [run for model in suite.models for run in model.run_of_subset.values()]
+    return published_reference(scores, suite.sources, runs, subsets)

@@ -22,6 +22,8 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--local-path", default="prod_env",
                         help="HELM's --local-path, for model display names (default prod_env)")
+    parser.add_argument("--no-published", action="store_true",
+                        help="leave out the published leaderboard's rows (shown by default on the public split)")
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -76,7 +78,8 @@ def _report(args: argparse.Namespace) -> int:
     suite.notes.extend(coverage_notes)
     for note in coverage_notes:
         print(f"roboreward report: note: {note}", file=sys.stderr)
-    data = analyse(suite, Settings(resamples=args.resamples, seed=args.seed, confidence=args.confidence))
+    data = analyse(suite, Settings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
+                                   published=not args.no_published))
     files = write_report(data, args.out) + write_plots(data, args.out)
     for warning in data.warnings:
         print(f"roboreward report: warning: {warning}", file=sys.stderr)

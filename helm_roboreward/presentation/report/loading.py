@@ -14,6 +14,7 @@ from typing import Any
 
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.stats import subset_mae
+from helm_roboreward.data.sources import HUB
 from helm_roboreward.media.paths import is_inside
 from helm_roboreward.presentation.report.errors import ReportError
 
@@ -62,6 +63,17 @@ class InstanceRow:
 
 
 @dataclass(frozen=True)
+class RunData:
+    """Where a run's rows came from."""
+
+    data: str
+    """The scenario's ``data`` argument: ``hf`` (the hub's public split; the default), ``sample`` or a folder."""
+
+    revisions: tuple[str, ...] = ()
+    """The dataset revisions its instances record: hub commits, or ``sample-<digest>`` / ``local-<digest>``."""
+
+
+@dataclass(frozen=True)
 class Run:
     """The rows of one usable run."""
 
@@ -77,6 +89,8 @@ class Run:
 
     deployment: str = ""
     """The model deployment it ran on (``adapter_spec.model_deployment``)."""
+
+    source: RunData = RunData(HUB)
 
     @property
     def subsets(self) -> list[str]:
@@ -111,6 +125,9 @@ class SuiteRows:
 
     run_names: set[str] = field(default_factory=set)
     """Every run folder of the suite (with a ``run_spec.json``), usable or not."""
+
+    sources: dict[str, RunData] = field(default_factory=dict)
+    """Run name -> where its rows came from, for every usable run."""
 
 
 class _UnusableRunError(Exception):
@@ -237,7 +254,11 @@ def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
     model = str(run_spec.get("adapter_spec", {}).get("model", "unknown"))
     deployment = str(run_spec.get("adapter_spec", {}).get("model_deployment") or model)
     finished = os.path.getmtime(os.path.join(run_dir, "stats.json"))
-    run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)), deployment)
+    data = str(run_spec.get("scenario_spec", {}).get("args", {}).get("data", HUB))
+    revisions = sorted({InstanceRecord.from_extra_data(item.get("extra_data")).dataset_revision
+                        for item in instances.values()} - {""})
+    run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)), deployment,
+              RunData(data, tuple(revisions)))
     missing = len(set(rows) - set(instances))
     warnings = [f"run {name}: {missing} instance(s) have no instance data (subset taken from the run spec)"]
     warnings = warnings if missing else []
@@ -379,4 +400,4 @@ def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> S
     """
     runs, warnings, run_names = _read_suite_runs(suite_directory(output_path, suite), suite)
     models, notes = _latest_per_subset(runs, display_names)
-    return SuiteRows(suite, models, warnings, notes, run_names)
+    return SuiteRows(suite, models, warnings, notes, run_names, {run.name: run.source for run in runs})

@@ -1,16 +1,26 @@
-"""The report's text outputs: ``report.md`` (every section) and the CSV tables.
+"""The report's text outputs: ``report.md`` (every section) and, through :mod:`.csv_tables`, the CSV tables.
 
 Rendering is pure (strings from :class:`ReportData`); :func:`write_report` writes the files.
 """
 
-import csv
-import io
 from collections.abc import Sequence
 
-from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
+from helm_roboreward.core.benchmark import LEADERBOARD_URL, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
+from helm_roboreward.core.leaderboard import PUBLISHED_LEADERBOARD
+from helm_roboreward.core.peer_metrics import GOLD_LABELS
 from helm_roboreward.media.paths import write_inside
 from helm_roboreward.presentation.report.analysis import ModelSummary, ReportData
 from helm_roboreward.presentation.report.bootstrap import Interval
+from helm_roboreward.presentation.report.csv_tables import (
+    CALIBRATION_FILE,
+    LEADERBOARD_FILE,
+    PEER_FILE,
+    REWARD_MODEL_FILE,
+    SUBSET_FILE,
+    csv_texts,
+    leaderboard_rows,
+)
+from helm_roboreward.presentation.report.csv_tables import number as _number
 from helm_roboreward.presentation.report.markdown import markdown_code, markdown_text
 from helm_roboreward.presentation.report.plots import (
     HEATMAP_FILE,
@@ -20,18 +30,10 @@ from helm_roboreward.presentation.report.plots import (
     REWARD_MODEL_PLOT,
     confusion_file,
 )
-from helm_roboreward.presentation.report.reward_model import RewardModelSummary, Support
+from helm_roboreward.presentation.report.published import PUBLISHED_MARK, Placement
+from helm_roboreward.presentation.report.reward_model import RewardModelSummary
 
 REPORT_FILE = "report.md"
-LEADERBOARD_FILE = "leaderboard.csv"
-SUBSET_FILE = "subset_mae.csv"
-PAIRWISE_FILE = "pairwise.csv"
-REWARD_MODEL_FILE = "reward_model.csv"
-CALIBRATION_FILE = "calibration.csv"
-
-
-def _number(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None or value != value else f"{value:.{digits}f}"
 
 
 def _interval(interval: Interval | None) -> str:
@@ -76,14 +78,6 @@ def _intro(data: ReportData) -> list[str]:
     return lines
 
 
-def leaderboard_rows(data: ReportData, digits: int = 3) -> list[list[str]]:
-    """Official-format rows: model, mean, then one MAE per subset in official order ('' when missing)."""
-    return [[model.display_name, _number(model.macro.estimate, digits) if model.macro else ""]
-            + [_number(model.subset_mae[s.id].estimate, digits) if s.id in model.subset_mae else ""
-               for s in data.subsets]
-            for model in data.models]
-
-
 ALL_FAILED = "every request failed"
 """What a model's cell says where its run left every failed request out (``failed=skip``): no error to average."""
 
@@ -103,9 +97,18 @@ def _leaderboard(data: ReportData) -> list[str]:
             for subset, cell in zip(data.subsets, row[2:], strict=True)]
         rows.append(cells)
     lines = ["", "## Leaderboard", "", "Official format: the mean is the unweighted mean of the per-subset MAEs "
-             "present for the model. Also in `leaderboard.csv`. *failed*: every request of the model failed there "
-             "and its run left them out (`failed=skip`): no error to average, as on HELM's leaderboard.", ""]
+             f"present for the model. Also in `{LEADERBOARD_FILE}`. *failed*: every request of the model failed "
+             "there and its run left them out (`failed=skip`): no error to average, as on HELM's leaderboard.", ""]
+    published = data.published
+    for name, maes in (published.subset_mae.items() if published and not published.left_out else []):
+        present = [maes[subset.id] for subset in data.subsets if subset.id in maes]
+        rows.append([f"{name} ({PUBLISHED_MARK})", _number(sum(present) / len(present) if present else None)]
+                    + [_number(maes.get(subset.id)) for subset in data.subsets])
+        lines[-2] += (f" The row marked *{PUBLISHED_MARK}* is {name}'s published per-subset MAEs (its mean over "
+                      "the subsets shown), for reference.")
     lines += _table(header, rows)
+    if published is not None and published.left_out:
+        lines += ["", f"Published leaderboard rows left out: {markdown_text(published.left_out)}."]
     gaps = [model for model in data.models if model.missing_subsets or model.failed_subsets]
     if gaps:
         lines += ["", "Subsets missing per model (its mean is over the subsets it has):", ""]
@@ -128,6 +131,60 @@ def _macro(data: ReportData) -> list[str]:
     return ["", f"## Macro MAE with {level} confidence intervals", ""] + _table(
         ["Rank", "Model", "Macro MAE", f"{level} CI", "Subsets", "Rows with an error"], rows
     ) + ["", f"![Macro MAE per model]({MACRO_FILE})"]
+
+
+def _published(data: ReportData) -> list[str]:
+    published = data.published
+    if published is None or published.left_out:
+        return []  # turned off (--no-published), or left out with the line under the leaderboard
+    lines = ["", f"## Published leaderboard ({PUBLISHED_MARK})", "",
+             f"The {len(PUBLISHED_LEADERBOARD)} macro MAEs of the official leaderboard ({LEADERBOARD_URL}, read "
+             f"2026-11-12), {PUBLISHED_MARK} here, with this suite's models placed by macro MAE (*would rank*: 1 + "
+             f"the published models strictly better). A model is placed only when its mean covers all "
+             f"{len(OFFICIAL_SUBSET_IDS)} subsets, as the published means do.", ""]
+    placed = sorted((p for p in published.placements if p.rank is not None), key=lambda p: p.rank or 0)
+    rows = []
+    for rank, entry in enumerate(PUBLISHED_LEADERBOARD, start=1):
+        rows += [[f"would rank {p.rank}", p.score.display_name, _number(p.score.macro_mae), _this_suite(p)]
+                 for p in placed if p.rank == rank]
+        rows.append([str(rank), entry.display_name, _number(entry.macro_mae), PUBLISHED_MARK])
+    rows += [[f"would rank {p.rank}", p.score.display_name, _number(p.score.macro_mae), _this_suite(p)]
+             for p in placed if (p.rank or 0) > len(PUBLISHED_LEADERBOARD)]
+    lines += _table(["Rank", "Model", "Macro MAE", "Row"], rows)
+    unplaced = [p for p in published.placements if p.rank is None]
+    if unplaced:
+        lines += ["", "Not placed (the mean covers fewer subsets than the published means):", ""]
+        lines += [f"- {markdown_text(p.score.display_name)}: {p.score.official_subsets} of {len(OFFICIAL_SUBSET_IDS)} "
+                  "subsets" for p in unplaced]
+    return lines
+
+
+def _this_suite(placement: Placement) -> str:
+    if placement.published_mae is None:
+        return "this suite"
+    return f"this suite (published for this model: {_number(placement.published_mae)})"
+
+
+def _peers(data: ReportData) -> list[str]:
+    lines = ["", "## Peer metrics", "",
+             "What other evaluations of RoboRewardBench report (docs/reward_metrics.md, \"Peer metrics\"): the "
+             "instance-weighted (micro) MAE beside the macro, exact and within-1 accuracy (the answer at most 1 from "
+             "the label), each macro over subsets and micro over rows, and the mean parsed score per gold label "
+             "(pooled over subsets; the parsed answers behind it in parentheses). The rows are the MAE's: an "
+             "unparseable answer is neither exact nor within 1 and has no prediction; a failed request is charged as "
+             f"the run's `failed=` policy charges it in the MAE. Also in `{PEER_FILE}`.", ""]
+    header = ["Model", "MAE macro", "MAE micro", "Exact macro", "Exact micro", "Within 1 macro", "Within 1 micro"]
+    header += [f"Mean pred. gold {gold}" for gold in GOLD_LABELS]
+    rows = []
+    for model in data.models:
+        peer = model.peer
+        if peer is None:
+            continue
+        rows.append([model.display_name] + [_number(value) for value in (
+            peer.macro_mae, peer.micro_mae, peer.exact_macro, peer.exact_micro, peer.within_one_macro,
+            peer.within_one_micro)] + [f"{_number(peer.mean_prediction[gold], 2)} ({peer.prediction_rows[gold]})"
+                                       for gold in GOLD_LABELS])
+    return lines + _table(header, rows)
 
 
 def _pairwise(data: ReportData) -> list[str]:
@@ -285,39 +342,9 @@ def _method(data: ReportData) -> list[str]:
 
 def render_markdown(data: ReportData) -> str:
     """The whole ``report.md``."""
-    sections = [_intro, _leaderboard, _macro, _pairwise, _reward_model, _calibration, _subsets, _failures,
-                _confusions, _method]
+    sections = [_intro, _leaderboard, _published, _macro, _peers, _pairwise, _reward_model, _calibration, _subsets,
+                _failures, _confusions, _method]
     return "\n".join(line for section in sections for line in section(data)) + "\n"
-
-
-def _csv_text(header: list[str], rows: list[list[str]]) -> str:
-    buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer)
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
-def _interval_columns(interval: Interval | None, support: Support | None) -> list[str]:
-    if interval is None or support is None:
-        return ["", "", "", ""]
-    return [_number(interval.low, 6), _number(interval.high, 6), str(support.clusters),
-            "yes" if support.too_small else "no"]
-
-
-def _reward_model_csv(data: ReportData) -> str:
-    """``reward_model.csv``: macro rows, per-subset rows (both with interval, clusters, too_small), then counts."""
-    rows = [[s.model, s.score, "macro", name, _number(value, 6), *_interval_columns(s.macro.get(name),
-                                                                                     s.support.get(name))]
-            for s in data.reward_models for name, value in s.values.items()]
-    rows += [[s.model, s.score, subset, name, _number(value, 6),
-              *_interval_columns(s.subset_intervals.get(subset, {}).get(name),
-                                 s.subset_support.get(subset, {}).get(name))]
-             for s in data.reward_models for subset, values in s.per_subset.items() for name, value in values.items()]
-    rows += [[s.model, s.score, "all", name, str(count), "", "", "", ""]
-             for s in data.reward_models for name, count in s.counts.items()]
-    return _csv_text(["model", "score", "subset", "statistic", "value", "ci_low", "ci_high", "clusters", "too_small"],
-                     rows)
 
 
 def write_report(data: ReportData, out_dir: str) -> list[str]:
@@ -326,36 +353,7 @@ def write_report(data: ReportData, out_dir: str) -> list[str]:
     Each file is written atomically inside ``out_dir`` (:func:`helm_roboreward.media.paths.write_inside`): a
     link planted at a file's name is replaced, never written through.
     """
-    ids = [subset.id for subset in data.subsets]
-    texts = {
-        REPORT_FILE: render_markdown(data),
-        LEADERBOARD_FILE: _csv_text(
-            ["model", "mean"] + ids + ["model_id", "missing_subsets", "failed_subsets"],
-            [row + [model.model, " ".join(model.missing_subsets), " ".join(model.failed_subsets)]
-             for row, model in zip(leaderboard_rows(data, digits=6), data.models, strict=True)]),
-        SUBSET_FILE: _csv_text(
-            ["model", "subset", "rows", "mae", "ci_low", "ci_high", "too_small"],
-            [[model.model, s.id, str(model.subset_rows[s.id]), *(f"{value:.6f}" for value in
-              (model.subset_mae[s.id].estimate, model.subset_mae[s.id].low, model.subset_mae[s.id].high)),
-              "yes" if s.too_small else "no"]
-             for s in data.subsets for model in data.models if s.id in model.subset_mae]),
-        REWARD_MODEL_FILE: _reward_model_csv(data),
-        **({CALIBRATION_FILE: _csv_text(
-            ["model", "row", "rows", "with_distribution", "expected_mae", "parsed_mae", "brier", "ece",
-             "base_rate", "bin_low", "bin_high", "bin_rows", "bin_mean_probability", "bin_success_rate"],
-            [[c.model, "summary", str(c.rows), str(c.with_distribution), _number(c.expected_mae, 6),
-              _number(c.parsed_mae, 6), _number(c.brier, 6), _number(c.ece, 6), _number(c.base_rate, 6),
-              "", "", "", "", ""] for c in data.calibration]
-            + [[c.model, "bin", "", "", "", "", "", "", "", _number(b.low, 2), _number(b.high, 2), str(b.count),
-                _number(b.mean_probability, 6), _number(b.success_rate, 6)] for c in data.calibration for b in c.bins])}
-           if data.calibration else {}),
-        PAIRWISE_FILE: _csv_text(
-            ["model_a", "model_b", "difference", "ci_low", "ci_high", "separated", "shared_rows", "subsets"],
-            [[p.first_model, p.second_model, *(f"{value:.6f}" for value in (p.difference.interval.estimate,
-              p.difference.interval.low, p.difference.interval.high)),
-              "yes" if p.difference.interval.excludes_zero else "no", str(p.difference.num_rows),
-              str(p.difference.num_subsets)] for p in data.pairs]),
-    }
+    texts = {REPORT_FILE: render_markdown(data), **csv_texts(data)}
     for name, text in texts.items():
         write_inside(out_dir, name, text.encode("utf-8"), OUT_FIX)
     return list(texts)

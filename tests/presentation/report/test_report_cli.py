@@ -90,6 +90,21 @@ def test_report_on_the_demo_suite(built: Path, tmp_path: Path, capsys: pytest.Ca
         assert heading in text
     assert "2000 resamples, seed 0" in text and "Constant 3 (baseline)" in text and "## Warnings" not in text
     assert "too small to separate models" in text  # a handful of episode clusters per sample subset
+    assert ("Published leaderboard rows left out: the runs read the bundled sample (data=sample), not the public "
+            "test split the published numbers are on.") in text and "## Published leaderboard" not in text
+    assert "## Peer metrics" in text and "| Model | MAE macro | MAE micro | Exact macro |" in text
+    reward = [row for row in read_csv(out / "reward_model.csv") if row["statistic"] == "preference_accuracy"]
+    macro = [row for row in reward if row["subset"] == "macro"]
+    assert len(macro) == 2 and all(row["too_small"] == "yes" and 0 < int(row["clusters"]) < 30 for row in macro)
+    per_subset = [row for row in reward if row["subset"] in SAMPLE_SUBSETS]
+    assert per_subset and all(row["ci_low"] and row["too_small"] == "yes" for row in per_subset)
+    assert re.search(r"\| Uniform random \(baseline\) \| parsed \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \(\d+ clusters; too "
+                     r"small\) \|", text)
+    peers = {row["statistic"]: row for row in read_csv(out / "peer_metrics.csv") if row["model"] ==
+             "baseline/constant-3"}
+    assert float(peers["exact_micro"]["value"]) == pytest.approx(
+        sum(row["reward"] == 3 for row in sample_rows()) / len(sample_rows()), abs=1e-6)
+    assert peers["mean_prediction_gold_5"]["value"] == "3.000000"
     recorded = subset_maes_from_stats(built / "benchmark_output")
     rows = read_csv(out / "leaderboard.csv")
     assert list(rows[0])[:5] == ["model", "mean"] + SAMPLE_SUBSETS
@@ -148,6 +163,20 @@ def test_failed_request_is_counted_and_left_out(copy: Path, tmp_path: Path) -> N
     # stats.json was not edited: the cross-check flags the changed subset.
     assert (f"subset {subset} MAE from per-instance stats {constant_mae(answered[subset], 3):.6f} differs from "
             f"stats.json {constant_mae(rows_of(subset), 3):.6f}") in text
+
+
+def test_published_rows_need_the_hub_split_and_can_be_turned_off(copy: Path, tmp_path: Path) -> None:
+    for run in run_dirs(copy):  # claim the hub: the instances still record the sample's revision
+        spec = json.loads((run / "run_spec.json").read_text())
+        spec["scenario_spec"]["args"]["data"] = "hf"
+        (run / "run_spec.json").write_text(json.dumps(spec))
+    assert report(copy, tmp_path / "claimed") == 0
+    text = (tmp_path / "claimed" / "report.md").read_text()
+    assert re.search(r"Published leaderboard rows left out: run \S+ says data=hf but its instances record a copy's "
+                     r"revision \(sample-[0-9a-f]+\), not the hub's\.", text)
+    assert report(copy, tmp_path / "off", "--no-published") == 0
+    off = (tmp_path / "off" / "report.md").read_text()
+    assert "Published leaderboard" not in off and "published, not rerun" not in off
 
 
 def test_model_missing_a_subset(copy: Path, tmp_path: Path) -> None:
