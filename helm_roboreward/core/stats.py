@@ -37,6 +37,11 @@ def gold_prediction(gold: int) -> str:
     return f"{GOLD_PREDICTION_PREFIX}{gold}"
 
 
+def gold_prediction_rows(gold: int) -> str:
+    """The run-level count of the rows carrying :func:`gold_prediction` (its weight when pooled over runs)."""
+    return f"{GOLD_PREDICTION_PREFIX}{gold}_rows"
+
+
 GOLD_PREDICTIONS: tuple[str, ...] = tuple(gold_prediction(gold) for gold in range(MIN_SCORE, MAX_SCORE + 1))
 
 
@@ -90,6 +95,12 @@ STATS: tuple[StatDefinition, ...] = (
                    "retries; by the official rule each costs error 4 in the MAE (failed=skip leaves them out), but "
                    "never counts as an invalid output.", True),
     StatDefinition("num_instances", "# eval", "Number of evaluation instances.", None),
+    StatDefinition("error_rows", "# rows with an error", "Rows the MAE counts (a failed request under failed=skip "
+                   "is not one): the weight of the run's MAE, exact and within-1 means when pooled over runs "
+                   "(micro).", None, per_instance=False),
+    *(StatDefinition(gold_prediction_rows(gold), f"# parsed (gold {gold})", f"Parsed answers of the rows labelled "
+                     f"{gold}: the weight of the mean prediction when pooled over runs.", None, per_instance=False)
+      for gold in range(MIN_SCORE, MAX_SCORE + 1)),
     StatDefinition("eval_coverage", "Rows evaluated", "Share of the run's rows evaluated; below 1 helm-run's -m "
                    "sampled them at random and the MAEs are not the official numbers.", None,
                    per_instance=False),

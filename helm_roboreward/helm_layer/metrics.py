@@ -21,7 +21,9 @@ breakdowns, the reward-model statistics (ordering, success detection) and the ex
 Either way ``failed_request`` counts them, so they are never hidden.
 
 Run level: ``macro_mae`` is the unweighted mean of the per-subset MAEs (the official overall
-number when a run covers several subsets) and ``num_subsets`` how many subsets it averages.
+number when a run covers several subsets) and ``num_subsets`` how many subsets it averages;
+``error_rows`` and ``predicted_score_gold_<k>_rows`` count the rows behind the means of
+``abs_error`` and ``predicted_score_gold_<k>`` (HELM keeps only the means), for micro means over runs.
 """
 
 from collections import defaultdict
@@ -37,10 +39,10 @@ from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.benchmark import MAX_SCORE
 from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering, total_counts
-from helm_roboreward.core.peer_metrics import within_one
+from helm_roboreward.core.peer_metrics import GOLD_LABELS, within_one
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.scoring import ScoredPrediction, maximum_error_score, score_prediction
-from helm_roboreward.core.stats import STATS, gold_prediction, kind_mae, robot_mae, subset_mae
+from helm_roboreward.core.stats import STATS, gold_prediction, gold_prediction_rows, kind_mae, robot_mae, subset_mae
 from helm_roboreward.helm_layer import expected_scores
 
 MAX_ERROR_FAILED = "max_error"
@@ -201,7 +203,7 @@ class RoboRewardMetric(Metric):
     def derive_per_instance_stats(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
         """The macro MAE and the reward-model statistics (macro over the run's subsets)."""
         counted = self._counted(per_instance_stats)
-        derived = self._macro_mae(per_instance_stats) + ordering_stats(counted)
+        derived = self._macro_mae(per_instance_stats) + self._row_counts(per_instance_stats) + ordering_stats(counted)
         if self.score == EXPECTED_SCORE:
             gold_of = {instance: float(gold_score(instance)) for instance in counted}
             derived += expected_scores.run_stats(counted, gold_of)
@@ -213,6 +215,21 @@ class RoboRewardMetric(Metric):
             return per_instance_stats
         return {instance: stats for instance, stats in per_instance_stats.items()
                 if not any(stat.name.name == "failed_request" and stat.sum > 0 for stat in stats)}
+
+    @staticmethod
+    def _row_counts(per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
+        """How many rows carry the MAE's error and each gold label's prediction: their weights across runs.
+
+        HELM keeps a run's mean of a per-instance stat, not how many rows it averaged (``take_mean``), so the
+        summarizer's micro means over runs weigh each run's mean by these counts.
+        """
+        if not per_instance_stats:
+            return []
+        names = ["abs_error"] + [gold_prediction(gold) for gold in GOLD_LABELS]
+        counts = {name: sum(any(stat.name.name == name and stat.count for stat in stats)
+                            for stats in per_instance_stats.values()) for name in names}
+        return [Stat(MetricName("error_rows")).add(counts["abs_error"])] + [
+            Stat(MetricName(gold_prediction_rows(gold))).add(counts[gold_prediction(gold)]) for gold in GOLD_LABELS]
 
     def _macro_mae(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
         """The unweighted mean of the per-subset MAEs of the instances that have an error."""

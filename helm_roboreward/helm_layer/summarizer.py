@@ -316,11 +316,12 @@ Aggregator = Callable[[list[Run]], float | None]
 
 def _peer_table(runs_by_model: dict[str, list[Run]]) -> Table:
     """What peer evaluations report: MAE, exact and within-1 accuracy macro and micro, mean prediction per label."""
-    columns = [(f"{column.display_name} ({kind})", f"{column.description} {how}", aggregate(column.name))
+    columns = [(f"{column.display_name} ({kind})", f"{column.description} {how}", aggregate)
                for column in PEER_RATES for kind, how, aggregate in (
-                   ("macro", "Macro over subsets.", _macro_over_subsets), ("micro", "Pooled over all rows.", _pooled))]
-    columns += [(column.display_name, column.description + " Pooled over subsets.", _pooled(column.name))
-                for column in PEER_PREDICTIONS]
+                   ("macro", "Macro over subsets.", _macro_over_subsets(column.name)),
+                   ("micro", "Pooled over all rows.", _pooled(column.name, "error_rows")))]
+    columns += [(column.display_name, column.description + " Pooled over subsets.",
+                 _pooled(column.name, column.name + "_rows")) for column in PEER_PREDICTIONS]
     directions = [column.lower_is_better for column in PEER_RATES for _ in range(2)] + [None] * len(PEER_PREDICTIONS)
     return _table("peer_metrics_all", "Peer metrics (macro over subsets, micro over rows)", runs_by_model, columns,
                   directions)
@@ -347,11 +348,18 @@ def _summed(stat_name: str) -> Aggregator:
     return aggregate
 
 
-def _pooled(stat_name: str) -> Aggregator:
+def _pooled(stat_name: str, weight_name: str = "num_instances") -> Aggregator:
+    """The per-row mean over runs: each run's mean weighted by its row count ``weight_name`` (HELM keeps means)."""
     def aggregate(runs: list[Run]) -> float | None:
-        found = [pair for pair in (_stat(run, stat_name) for run in runs) if pair is not None]
-        total = sum(count for _, count in found)
-        return sum(value for value, _ in found) / total if total else None
+        total = weighted = 0.0
+        for run in runs:
+            value, weight = _stat(run, stat_name), _stat(run, weight_name)
+            if value is None or weight is None:
+                continue
+            rows = weight[0] / weight[1]
+            total += rows
+            weighted += rows * value[0] / value[1]
+        return weighted / total if total else None
 
     return aggregate
 

@@ -274,8 +274,12 @@ def test_peer_stats_of_a_run_within_one_and_mean_prediction_per_gold_label() -> 
     assert run_mean(result, "predicted_score_gold_1") == pytest.approx(1.0)
     names = run_stat_names(result)
     assert "predicted_score_gold_3" not in names and "predicted_score_gold_4" not in names  # no parsed answer
+    # HELM keeps the means; the rows behind them let the summarizer pool runs (micro)
+    assert run_mean(result, "error_rows") == 7
+    assert [run_mean(result, f"predicted_score_gold_{gold}_rows") for gold in range(1, 6)] == [1, 2, 0, 0, 2]
     skipped = run_metric(states, failed="skip")
     assert run_mean(skipped, "within_one") == pytest.approx(4 / 6)  # the failed row leaves it, as it leaves the MAE
+    assert run_mean(skipped, "error_rows") == 6
 
 
 @pytest.mark.parametrize("evaluated, total", [(4, 10), (10, 10)])
@@ -409,7 +413,8 @@ def test_derive_ignores_instances_without_an_error() -> None:
     # subsets make no pair, ladder or clip (counts 0, accuracies absent); success detection without a gold 5 has
     # no recall, F1 or AUROC, and MCC is 0 by its documented convention (an empty margin).
     assert derived == {"macro_mae": 1.0, "num_subsets": 1.0, "preference_pairs": 0.0, "ladder_videos": 0.0,
-                       "clip_episodes": 0.0, "success_mcc": 0.0}
+                       "clip_episodes": 0.0, "success_mcc": 0.0, "error_rows": 1.0,
+                       **{f"predicted_score_gold_{gold}_rows": 0.0 for gold in range(1, 6)}}
     assert RoboRewardMetric().derive_per_instance_stats({}) == []
 
 

@@ -107,10 +107,11 @@ def test_a_pathological_value_is_cut_with_a_digest() -> None:
 
 
 def test_macro_over_subsets_weighs_every_subset_equally() -> None:
-    runs = [run("bridge", stat("abs_error", 1, 1, 1, 1)),  # 4 rows, MAE 1
-            run("jaco_play", stat("abs_error", 3))]  # 1 row, MAE 3
+    # As HELM writes them: a run's mean of a per-instance stat (count 1), and its row count beside it.
+    runs = [run("bridge", stat("abs_error", 1), stat("error_rows", 4)),  # 4 rows, MAE 1
+            run("jaco_play", stat("abs_error", 3), stat("error_rows", 1))]  # 1 row, MAE 3
     assert summarizer._macro_over_subsets("abs_error")(runs) == pytest.approx(2.0)  # not 7/5
-    assert summarizer._pooled("abs_error")(runs) == pytest.approx(7 / 5)
+    assert summarizer._pooled("abs_error", "error_rows")(runs) == pytest.approx(7 / 5)
 
 
 def test_macro_over_subsets_skips_runs_without_the_stat_and_is_none_without_any() -> None:
@@ -138,9 +139,10 @@ def test_macro_per_robot_takes_only_that_robots_subsets() -> None:
 
 
 def test_pooled_is_the_per_instance_mean_over_all_runs() -> None:
-    runs = [run("bridge", stat("num_frames", 10, 20)), run("jaco_play", stat("num_frames", 60)),
-            run("sim_kuka")]
-    assert summarizer._pooled("num_frames")(runs) == pytest.approx(90 / 3)
+    runs = [run("bridge", stat("num_frames", 15), stat("num_instances", 2)),
+            run("jaco_play", stat("num_frames", 60), stat("num_instances", 1)),
+            run("sim_kuka"), run("droid", stat("num_frames", 1000))]  # no row count (an older run): left out
+    assert summarizer._pooled("num_frames")(runs) == pytest.approx((15 * 2 + 60) / 3)  # not (15 + 60) / 2
 
 
 def test_summed_adds_the_runs_sums() -> None:
@@ -227,12 +229,15 @@ def breakdowns(tmp_path: Path) -> dict[str, Table]:
         "Constant 3": [
             run("bridge", stat("abs_error", 1, 3), stat(kind_mae("clip"), 2), stat("invalid_output", 0, 1),
                 stat("num_frames", 4, 6), stat("preference_pairs", 5), stat("preference_accuracy", 1.0),
-                stat("within_one", 1, 0), stat("exact_match", 0, 0), stat("predicted_score_gold_2", 3)),
+                stat("within_one", 1, 0), stat("exact_match", 0, 0), stat("predicted_score_gold_2", 3),
+                stat("num_instances", 2), stat("error_rows", 2), stat("predicted_score_gold_2_rows", 1)),
             run("sim_kuka", stat("abs_error", 1), stat(kind_mae("clip"), 4), stat(kind_mae("original"), 2),
                 stat("invalid_output", 0), stat("num_frames", 20), stat("preference_pairs", 2),
                 stat("preference_accuracy", 0.5), stat("within_one", 1), stat("exact_match", 0),
-                stat("predicted_score_gold_2", 1, 2)),
-            run("sim_panda", stat("abs_error", 0, 2), stat("num_frames", 10)),
+                stat("predicted_score_gold_2", 1, 2), stat("num_instances", 1), stat("error_rows", 1),
+                stat("predicted_score_gold_2_rows", 2)),
+            run("sim_panda", stat("abs_error", 0, 2), stat("num_frames", 10), stat("num_instances", 2),
+                stat("error_rows", 2)),
         ],
         "Uniform random": [run("bridge", stat("abs_error", 4), model="baseline/uniform-random")],
     }
@@ -287,7 +292,7 @@ def test_cost_is_pooled_per_instance(breakdowns: dict[str, Table]) -> None:
     assert [header.value for header in table.header[1:]] == [c.table_title or c.display_name for c in columns]
     assert all(header.lower_is_better is None for header in table.header[1:])
     frames = next(c.table_title or c.display_name for c in columns if c.name == "num_frames")
-    assert values(table, "Constant 3")[frames] == pytest.approx((4 + 6 + 20 + 10) / 4)
+    assert values(table, "Constant 3")[frames] == pytest.approx((5 * 2 + 20 * 1 + 10 * 2) / 5)  # run means by rows
     assert bold_columns(table, "Constant 3") == set()  # no direction, no bold
 
 
@@ -312,10 +317,10 @@ def test_peer_metrics_are_macro_and_micro_and_the_mean_prediction_pooled(breakdo
         None] * 5
     shown = values(table, "Constant 3")
     assert shown["MAE (macro)"] == pytest.approx((2 + 1 + 1) / 3)  # bridge 2, sim_kuka 1, sim_panda 1
-    assert shown["MAE (micro)"] == pytest.approx((1 + 3 + 1 + 0 + 2) / 5)
+    assert shown["MAE (micro)"] == pytest.approx((2 * 2 + 1 * 1 + 1 * 2) / 5)  # each run's MAE by its error_rows
     assert shown["Within 1 (macro)"] == pytest.approx((0.5 + 1) / 2)  # the subsets that report it
     assert shown["Within 1 (micro)"] == pytest.approx(2 / 3)
-    assert shown["Mean pred. (gold 2)"] == pytest.approx((3 + 1 + 2) / 3)  # pooled over the runs' answers
+    assert shown["Mean pred. (gold 2)"] == pytest.approx((3 * 1 + 1.5 * 2) / 3)  # pooled over the runs' answers
     assert shown["Mean pred. (gold 1)"] is None
     assert bold_columns(table, "Constant 3") >= {"Within 1 (micro)"} and "Mean pred. (gold 2)" not in bold_columns(
         table, "Constant 3")
