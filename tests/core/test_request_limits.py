@@ -13,8 +13,8 @@ from helm_roboreward.core.request_limits import (
     PlannedRequest,
     RequestLimits,
     base64_length,
-    limit_report,
     deployment_limits,
+    limit_report,
 )
 
 CLAUDE_CLIENT = "helm.clients.anthropic_client.AnthropicMessagesClient"
