@@ -52,6 +52,10 @@ class ScoredRow:
     score: float | None
     """The reward: parsed (or expected) score; None when unparseable or failed and charged (it then counts as 1)."""
 
+    cluster: str = ""
+    """Bootstrap cluster key by name (a RoboArena session, else the episode; '' reads as the episode). Only the
+    report's intervals use it; the statistics themselves pair and link rows by episode and video."""
+
     @property
     def reward(self) -> float:
         """The score, with the rubric's lowest score standing in for a missing one."""

@@ -170,7 +170,7 @@ def _subset_sample(subset: str, rows_per_model: list[list[InstanceRow]]) -> Subs
         for row in rows:
             if row.instance_id not in index:
                 index[row.instance_id] = len(index)
-                episodes.append(row.episode)
+                episodes.append(row.cluster or row.episode)  # a RoboArena session is one cluster
                 hashes.append(row.video_sha256)
     errors = np.full((len(index), len(rows_per_model)), np.nan)
     for column, rows in enumerate(rows_per_model):

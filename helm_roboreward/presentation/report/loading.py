@@ -12,8 +12,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from helm_roboreward.core.benchmark import subset_info
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.stats import subset_mae
+from helm_roboreward.data.naming import cluster_of
 from helm_roboreward.data.sources import HUB
 from helm_roboreward.media.paths import is_inside
 from helm_roboreward.presentation.report.errors import ReportError
@@ -55,6 +57,10 @@ class InstanceRow:
 
     success_probability: float | None = None
     """P(5) of a ``score=expected`` run."""
+
+    cluster: str = ""
+    """Bootstrap cluster key by name: a RoboArena session, else the episode (:func:`cluster_of_record`; '' reads as
+    the episode)."""
 
     @property
     def left_out(self) -> bool:
@@ -197,6 +203,20 @@ def _gold_of(instance: dict[str, Any]) -> float | None:
     return None
 
 
+def cluster_of_record(record: InstanceRecord, subset: str) -> str:
+    """A row's bootstrap cluster key: as recorded, else from its file name, else its episode.
+
+    Suites written before the record held the key get it from ``source_file``. Rows with byte-identical videos are
+    joined later, by hash.
+    """
+    if record.cluster:
+        return record.cluster
+    if record.source_file:
+        stem = os.path.splitext(os.path.basename(record.source_file))[0]
+        return f"{subset}/{cluster_of(stem, subset_info(subset).natural)}"
+    return record.episode
+
+
 def _row(instance_id: str, means: dict[str, float], instance: dict[str, Any], default_subset: str) -> InstanceRow:
     record = InstanceRecord.from_extra_data(instance.get("extra_data"))
     abs_error = means.get("abs_error")
@@ -207,6 +227,7 @@ def _row(instance_id: str, means: dict[str, float], instance: dict[str, Any], de
         robot=record.robot,
         kind=record.kind,
         episode=record.episode,
+        cluster=cluster_of_record(record, record.subset or default_subset),
         video_sha256=record.video_sha256,
         gold=gold,
         predicted=means.get("predicted_score"),

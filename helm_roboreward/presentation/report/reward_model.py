@@ -105,15 +105,18 @@ def scored(row: InstanceRow, score: str) -> ScoredRow:
     """
     value = row.expected if score == EXPECTED else row.predicted  # None for unparseable answers: they count as 1
     return ScoredRow(row.instance_id, row.subset, row.task, row.video_sha256, row.episode, row.kind,
-                     float(row.gold or 0.0), None if row.failed_request else value)
+                     float(row.gold or 0.0), None if row.failed_request else value, cluster=row.cluster)
 
 
 class _Clusters:
-    """Union-find over a subset's rows: episode / video clusters joined by preference pairs."""
+    """Union-find over a subset's rows: name clusters and identical videos, joined by preference pairs.
+
+    A name cluster is a RoboArena session, else the episode (:func:`loading.cluster_of_record`).
+    """
 
     def __init__(self, rows: Sequence[ScoredRow]) -> None:
         self.index = {row.instance_id: position for position, row in enumerate(rows)}
-        base = cluster_ids([row.episode for row in rows], [row.video_sha256 for row in rows])
+        base = cluster_ids([row.cluster or row.episode for row in rows], [row.video_sha256 for row in rows])
         self.parent = list(range(len(rows)))
         first_of: dict[int, int] = {}
         for position, cluster in enumerate(base):
