@@ -26,6 +26,8 @@ TEST_SPLIT = "test"
 """The benchmark split (human-verified). Its folder holds ``metadata.jsonl`` and one folder per subset."""
 
 METADATA_FILE = "metadata.jsonl"
+IMPORT_RECORD = "roboreward_import.json"
+"""A local copy written by ``roboreward import-lerobot`` records its source and label source here, at its root."""
 
 PROMPT_VERSION = "1"
 """Changes whenever the prompt text, the frame rule defaults or the scoring rule changes."""

@@ -26,7 +26,7 @@ from typing import Any
 import av
 from tqdm import tqdm
 
-from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, METADATA_FILE, MIN_SCORE, TEST_SPLIT
+from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, IMPORT_RECORD, METADATA_FILE, MIN_SCORE, TEST_SPLIT
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.robot_data.episode_clips import (
     DEFAULT_CRF,
@@ -58,7 +58,7 @@ from helm_roboreward.robot_data.lerobot_format import (
 )
 from helm_roboreward.robot_data.progress import anchor_end_frames
 
-PROVENANCE_FILE = "roboreward_import.json"
+PROVENANCE_FILE = IMPORT_RECORD
 IMPORT_FORMAT = "roboreward-lerobot-import-1"
 """Changes when the copy's layout or provenance fields change (an older copy is then re-made, not reused)."""
 PLACEHOLDER_REWARD = MIN_SCORE

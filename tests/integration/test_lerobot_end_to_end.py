@@ -135,7 +135,11 @@ def test_the_report_agrees(built: Built, tmp_path: Path) -> None:
     kitchen = sum(abs(3 - r) for r in KITCHEN_REWARDS.values()) / len(KITCHEN_REWARDS)
     constant = next(line for line in leaderboard if "Constant 3" in line)
     assert float(constant.split(",")[1]) == pytest.approx((kitchen + 2.0) / 2, abs=1e-6)
-    assert "lab_kitchen" in (tmp_path / "report" / "report.md").read_text()
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "lab_kitchen" in text
+    # the next.success import's labels are flagged coarse next to the numbers; the labels file's are not
+    assert f"data {built.shelf}: coarse labels from next.success" in text
+    assert f"data {built.kitchen}: coarse" not in text
 
 
 @pytest.mark.skipif(lerobot_python() is None, reason="set ROBOREWARD_LEROBOT_PYTHON to a venv with lerobot "

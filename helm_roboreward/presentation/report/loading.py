@@ -19,6 +19,7 @@ from helm_roboreward.data.naming import cluster_of
 from helm_roboreward.data.sources import HUB
 from helm_roboreward.media.paths import is_inside
 from helm_roboreward.presentation.report.errors import ReportError
+from helm_roboreward.presentation.report.label_sources import label_notes
 
 SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
 UNKNOWN_SUBSET = "unknown"
@@ -420,5 +421,6 @@ def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> S
             with different settings cover one subset.
     """
     runs, warnings, run_names = _read_suite_runs(suite_directory(output_path, suite), suite)
+    warnings += label_notes(run.source.data for run in runs)
     models, notes = _latest_per_subset(runs, display_names)
     return SuiteRows(suite, models, warnings, notes, run_names, {run.name: run.source for run in runs})

@@ -1,4 +1,6 @@
-"""The report's bootstrap clusters follow how the test split was built (docs/reward_metrics.md, "Clusters").
+"""Where a report's rows come from: bootstrap clusters as the test split was built, and a copy's label source.
+
+The bootstrap clusters follow how the test split was built (docs/reward_metrics.md, "Clusters").
 
 On a copy named exactly like the real split (``tests/helpers/real_pattern_copy.py``): a RoboArena session (one
 uuid: its rollouts and both camera views) is one cluster, an OXE episode (its original under any copy suffix, its
@@ -38,3 +40,21 @@ def test_cluster_counts_are_sessions_and_episodes(tmp_path: Path) -> None:
         counts = {subset.id: subset.num_clusters for subset in report.subsets}
         assert counts == {subset: copy.true_clusters(subset) for subset in copy.subsets()}, with_cluster_field
     assert counts["robo_arena"] == 7 and len(copy.rows_of("robo_arena")) == 20  # 7 sessions, 10 rollouts
+
+
+def test_coarse_and_placeholder_labels_are_said() -> None:
+    import json
+    import tempfile
+
+    from helm_roboreward.presentation.report.label_sources import label_notes
+
+    with tempfile.TemporaryDirectory() as folder:
+        coarse, placeholder, own = (Path(folder) / name for name in ("coarse", "placeholder", "own"))
+        for path, labels in ((coarse, {"source": "next.success", "coarse": True}),
+                             (placeholder, {"source": "placeholder", "coarse": False}),
+                             (own, {"source": "file", "coarse": False})):
+            path.mkdir()
+            (path / "roboreward_import.json").write_text(json.dumps({"labels": labels}))
+        notes = label_notes([str(coarse), str(placeholder), str(own), "hf", "sample", str(Path(folder) / "none")])
+    assert len(notes) == 2
+    assert "coarse labels from next.success" in notes[0] and "placeholder labels" in notes[1]
