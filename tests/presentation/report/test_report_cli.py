@@ -404,19 +404,7 @@ def test_overlapping_runs_with_the_same_settings_use_the_latest(copy: Path, tmp_
 
 def test_a_run_over_all_subsets_contributes_each_subset(copy: Path, tmp_path: Path) -> None:
     parts = runs_of(copy, "baseline/constant-3")
-    merged = copy / "runs" / SUITE / "roboreward:subset=all,data=sample,video=frames,model=baseline_constant-3"
-    merged.mkdir()
-    spec = json.loads((parts[0] / "run_spec.json").read_text())
-    spec["scenario_spec"]["args"]["subset"] = "all"
-    (merged / "run_spec.json").write_text(json.dumps(spec))
-    def concatenated(name: str) -> list[dict]:
-        return [item for part in parts for item in json.loads((part / name).read_text())]
-
-    for name in ("stats.json", "per_instance_stats.json"):
-        (merged / name).write_text(json.dumps(concatenated(name)))
-    states = [state for part in parts
-              for state in json.loads((part / "scenario_state.json").read_text())["request_states"]]
-    (merged / "scenario_state.json").write_text(json.dumps({"request_states": states}))
+    all_subsets_run(copy, parts)
     for part in parts:
         shutil.rmtree(part)
     assert report(copy, tmp_path / "r") == 0
