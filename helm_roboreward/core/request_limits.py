@@ -195,7 +195,7 @@ DECLARED_LIMIT_ARGS = {
 }
 """Client arguments a deployment of this package's video client may give to declare its server's per-request
 limits (media counts as vLLM's ``--limit-mm-per-prompt``, body bytes as a proxy's limit) -> the
-:class:`RequestLimits` field each sets. 0 means no limit."""
+:class:`RequestLimits` field each sets. Each is >= 1; absent means no limit (:func:`declared_limits`)."""
 
 
 def documented_limits(client_class: str, client_args: Mapping[str, object],
@@ -219,18 +219,23 @@ def documented_limits(client_class: str, client_args: Mapping[str, object],
 def declared_limits(client_args: Mapping[str, object], owner: str) -> dict[str, int]:
     """The :data:`DECLARED_LIMIT_ARGS` a deployment's client arguments give, as :class:`RequestLimits` fields.
 
+    A declared limit is what the server takes, so it is a whole number >= 1; leaving the argument out means no
+    limit. 0 is refused: in vLLM's ``--limit-mm-per-prompt image=0`` it means no images at all, while 0 here meant
+    "no limit" before; a server that takes no images cannot run frames runs (use ``video=native``).
+
     Raises:
-        ValueError: A declared value is not a whole number >= 0 (the message names ``owner`` and the argument).
+        ValueError: A declared value is not a whole number >= 1 (the message names ``owner`` and the argument).
     """
     values: dict[str, int] = {}
     for argument, field in DECLARED_LIMIT_ARGS.items():
         if argument not in client_args:
             continue
         value = client_args[argument]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(
-                f"roboreward: {owner} declares {argument}: {value!r}; it must be a whole number >= 0 (0: no limit; "
-                "for vLLM the server's --limit-mm-per-prompt value). Fix it in the deployment's client_spec args "
+                f"roboreward: {owner} declares {argument}: {value!r}; it must be a whole number >= 1: what the "
+                "server takes (for vLLM its --limit-mm-per-prompt value). Leave it out for no limit; 0 is refused "
+                "because vLLM reads 0 as 'none allowed'. Fix it in the deployment's client_spec args "
                 "(model_deployments.yaml under --local-path)."
             )
         values[field] = value
@@ -242,7 +247,7 @@ def deployment_limits(deployment: str, client_class: str, client_args: Mapping[s
     """A deployment's limits: the provider's documented ones, overridden field by field by what it declares.
 
     Raises:
-        ValueError: A declared limit is not a whole number >= 0 (the message names the deployment and the fix).
+        ValueError: A declared limit is not a whole number >= 1 (the message names the deployment and the fix).
     """
     limits = documented_limits(client_class, client_args, max_sequence_length)
     declared = declared_limits(client_args, f"model deployment {deployment!r}")

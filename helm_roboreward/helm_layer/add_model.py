@@ -186,12 +186,14 @@ def validate(new: NewModel) -> None:
         raise AddModelError(f"--video native: the {new.client} client ({CLIENTS[new.client]}) cannot send video; "
                             "use --video frames (or leave --video out), or a client that sends video (google, "
                             "vllm, transformers)")
-    for flag, value in (("--max-images-per-prompt", new.max_images_per_prompt),
-                        ("--max-videos-per-prompt", new.max_videos_per_prompt),
-                        ("--max-sequence-length", new.max_sequence_length),
-                        ("--max-retries", new.max_retries)):
+    for flag, value in (("--max-sequence-length", new.max_sequence_length), ("--max-retries", new.max_retries)):
         if value is not None and value < 0:
             raise AddModelError(f"{flag} {value} must be >= 0")
+    for flag, value in (("--max-images-per-prompt", new.max_images_per_prompt),
+                        ("--max-videos-per-prompt", new.max_videos_per_prompt)):
+        if value is not None and value < 1:
+            raise AddModelError(f"{flag} {value} must be >= 1: what the server takes (its --limit-mm-per-prompt); "
+                                "leave the flag out for no limit (vLLM reads 0 as 'none allowed')")
     _validate_server_settings(new)
     _validate_family(new)
     retirement = retirement_of(new.model)

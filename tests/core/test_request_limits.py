@@ -103,16 +103,16 @@ def test_anthropic_long_context_models_take_600_images() -> None:
 
 
 def test_declared_limits_override_documented_ones_field_by_field() -> None:
-    limits = deployment_limits("vllm/declared", VIDEO_CLIENT, {"max_images_per_prompt": 4, "max_request_bytes": 0})
-    assert (limits.max_images, limits.max_videos, limits.max_request_bytes) == (4, 0, 0)
-    assert "declared by deployment vllm/declared (max_images_per_prompt: 4, max_request_bytes: 0)" in limits.source
+    limits = deployment_limits("vllm/declared", VIDEO_CLIENT, {"max_images_per_prompt": 4, "max_request_bytes": 9})
+    assert (limits.max_images, limits.max_videos, limits.max_request_bytes) == (4, 0, 9)
+    assert "declared by deployment vllm/declared (max_images_per_prompt: 4, max_request_bytes: 9)" in limits.source
 
 
 def test_file_url_transport_is_not_base64() -> None:
     assert deployment_limits("vllm/local", VIDEO_CLIENT, {"video_transport": "file_url"}).inline_base64 is False
 
 
-@pytest.mark.parametrize("value", ["three", -1, 2.5, True])
+@pytest.mark.parametrize("value", ["three", -1, 0, 2.5, True])
 def test_a_bad_declared_limit_names_the_deployment(value: object) -> None:
     with pytest.raises(ValueError, match=r"'vllm/bad-limit-test' declares max_images_per_prompt"):
         deployment_limits("vllm/bad-limit-test", VIDEO_CLIENT, {"max_images_per_prompt": value})

@@ -157,10 +157,10 @@ def completions_of(response: dict[str, Any], logprobs_requested: bool) -> list[G
 
 
 def request_limits(values: Mapping[str, Any]) -> RequestLimits:
-    """The limits the constructor arguments declare (:data:`DECLARED_LIMIT_ARGS`; None or 0: no limit).
+    """The limits the constructor arguments declare (:data:`DECLARED_LIMIT_ARGS`; None: no limit).
 
     Raises:
-        ValueError: A value is not a whole number >= 0 (the message names the argument and where to fix it).
+        ValueError: A value is not a whole number >= 1 (the message names the argument and where to fix it).
     """
     fields = declared_limits({k: v for k, v in values.items() if v is not None}, "OpenAIVideoClient")
     return RequestLimits(max_images=fields.get("max_images", 0), max_videos=fields.get("max_videos", 0),
@@ -211,9 +211,10 @@ class OpenAIVideoClient(CachingClient):
     :data:`CONNECT_TIMEOUT_SECONDS` (10) to connect; transient errors and time-outs are retried ``max_retries``
     times (default 2) by the ``openai`` package, so a server that never answers holds a row about 15 minutes, then
     the row is one non-fatal failed request and the run goes on. Request limits: ``max_images_per_prompt``,
-    ``max_videos_per_prompt``, ``max_request_bytes`` (None or 0: no limit; anything but a whole number >= 0 is a
-    ValueError naming the argument); a request over them is not sent. Every failure is one failed request, never
-    cached; the cache key holds the server and every setting that changes the request (module docstring).
+    ``max_videos_per_prompt``, ``max_request_bytes`` (None: no limit; anything but a whole number >= 1 is a
+    ValueError naming the argument: vLLM reads 0 as "none allowed"); a request over them is not sent. Every
+    failure is one failed request, never cached; the cache key holds the server and every setting that changes
+    the request (module docstring).
     """
 
     def __init__(
