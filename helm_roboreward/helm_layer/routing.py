@@ -260,23 +260,14 @@ def _deployment(name: str) -> ModelDeployment:
         ) from None
 
 
-_SANITIZED: dict[int, dict[str, list[str]]] = {}
-
-
 def check_distinct_run_name(model: str) -> None:
     """Refuse a model whose name HELM writes like another registered model's in run names (``/`` becomes ``_``).
 
     Raises:
         ValueError: Both names, and the fix (two runs would share one output folder).
     """
-    size = len(MODEL_NAME_TO_MODEL_METADATA)
-    if size not in _SANITIZED:
-        _SANITIZED.clear()
-        names: dict[str, list[str]] = {}
-        for name in MODEL_NAME_TO_MODEL_METADATA:
-            names.setdefault(name.replace("/", "_"), []).append(name)
-        _SANITIZED[size] = names
-    same = [name for name in _SANITIZED[size].get(model.replace("/", "_"), []) if name != model]
+    written = model.replace("/", "_")
+    same = [name for name in MODEL_NAME_TO_MODEL_METADATA if name != model and name.replace("/", "_") == written]
     if same:
         raise ValueError(
             f"roboreward: models {model!r} and {same[0]!r} are both registered, and HELM writes both as "

@@ -11,7 +11,9 @@ the reference.
 Compared per run: ``stats.json`` and ``per_instance_stats.json`` equal, HELM's timing stats aside
 (``inference_runtime``, ``inference_denoised_runtime``, ``inference_idealized_runtime``, ``batch_size``: wall-clock
 measurements of HELM's efficiency metric; the RoboReward run specs do not use that metric, so today nothing is
-ignored there); ``run_spec.json`` and ``scenario.json`` equal; ``scenario_state.json`` equal but for each result's
+ignored there); ``run_spec.json`` equal but for the ``routing`` record the local runner keeps (what the entry asked
+before routing: a field of the package's run spec class, which HELM's Slurm worker reads back as its own
+``RunSpec`` and so writes without it) and ``scenario.json`` equal; ``scenario_state.json`` equal but for each result's
 ``request_time`` (seconds the client took) and ``request_datetime`` (when it answered), the only fields that
 differ. The jobs read the prepared frame cache and write no media.
 
@@ -216,8 +218,10 @@ def test_stats_equal_the_local_runners(runs: Runs, run: str) -> None:
             ours = [{**item, "stats": without_timing_stats(item["stats"])} for item in ours]
             theirs = [{**item, "stats": without_timing_stats(item["stats"])} for item in theirs]
         assert ours == theirs, f"{run}: {name} differs between the Slurm and the local runner"
-    for name in ("run_spec.json", "scenario.json"):
-        assert read_json(slurm / name) == read_json(local / name), f"{run}: {name}"
+    local_spec = read_json(local / "run_spec.json")
+    assert local_spec.pop("routing")["video"] == "auto"  # provenance the Slurm worker does not write back
+    assert read_json(slurm / "run_spec.json") == local_spec, f"{run}: run_spec.json"
+    assert read_json(slurm / "scenario.json") == read_json(local / "scenario.json"), f"{run}: scenario.json"
     ours_state, theirs_state = read_json(slurm / "scenario_state.json"), read_json(local / "scenario_state.json")
     assert without_timing_fields(ours_state) == without_timing_fields(theirs_state), run
 

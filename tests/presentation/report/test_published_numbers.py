@@ -35,7 +35,11 @@ SPLIT_ROWS = [1000, 87, 100, 91, 71, 86, 100, 92, 19, 100, 100, 83, 100, 53, 97,
 
 
 def test_the_registry_holds_the_official_subsets_in_order() -> None:
+    from helm_roboreward.core.leaderboard import PUBLISHED_SUBSET_MAE as PACKAGE_COPY
+
     assert len(OFFICIAL_SUBSETS) == len(PUBLISHED_SUBSET_MAE) == 23
+    assert list(PACKAGE_COPY["teetone/roboreward-8b"]) == [subset.id for subset in OFFICIAL_SUBSETS]
+    assert list(PACKAGE_COPY["teetone/roboreward-8b"].values()) == PUBLISHED_SUBSET_MAE  # PROTOCOL section 7
     assert [subset.num_rows for subset in OFFICIAL_SUBSETS] == SPLIT_ROWS
     assert sum(SPLIT_ROWS) == 2831
     assert OFFICIAL_SUBSETS[0].id == "robo_arena" and OFFICIAL_SUBSETS[-1].id == "viola"
