@@ -278,10 +278,6 @@ class TransformersQwen3VLClient(CachingClient):
                              f"log-probabilities), got {top_logprobs!r}")
         import torch
 
-        try:
-            self.video_decoder, self.video_decoder_version = choose_video_decoder(video_decoder)
-        except VideoDecoderError as error:
-            raise TransformersClientError(str(error)) from None
         self.checkpoint = os.path.abspath(os.path.expanduser(checkpoint)) if _looks_local(checkpoint) else checkpoint
         self.local = _looks_local(checkpoint)
         self.revision = revision
@@ -292,12 +288,24 @@ class TransformersQwen3VLClient(CachingClient):
         cuda = torch.cuda.is_available()
         self.dtype = ("bfloat16" if cuda else "float32") if dtype == "auto" else dtype
         self.device_map = device_map if cuda else None
-        if self.device_map:
-            from transformers.utils import is_accelerate_available
+        # HELM builds one client per request thread at once, and loads run while other clients are being built:
+        # transformers' lazy modules are not safe to import from several threads together (a first import racing
+        # another raised "cannot import name 'AutoConfig'"), so every first import of transformers here, and every
+        # load, holds the registry lock.
+        with _REGISTRY_LOCK:
+            try:
+                self.video_decoder, self.video_decoder_version = choose_video_decoder(video_decoder)
+            except VideoDecoderError as error:
+                raise TransformersClientError(str(error)) from None
+            import transformers.video_utils  # noqa: F401  (what pyav_video reads, imported under the lock)
 
-            if not is_accelerate_available():
-                raise TransformersClientError(f"device_map={device_map!r} needs accelerate. Install: {INSTALL_HINT}.")
-        config = self._read_config()
+            if self.device_map:
+                from transformers.utils import is_accelerate_available
+
+                if not is_accelerate_available():
+                    raise TransformersClientError(
+                        f"device_map={device_map!r} needs accelerate. Install: {INSTALL_HINT}.")
+            config = self._read_config()
         self.model_type = str(config.model_type)
         self.commit = getattr(config, "_commit_hash", None)
         self.checkpoint_files = checkpoint_fingerprint(self.checkpoint) if self.local else None
