@@ -342,7 +342,6 @@ class Cell:
     first_request: float
     """Summed over the blocks: from a block's start to its first request reaching the server."""
     peak_in_flight: int
-    suite: str
 
 
 def helm_run(work: Path, server: LatencyServer, threads: int, variant: Variant, suite: str, before: Path) -> Cell:
@@ -372,7 +371,7 @@ def helm_run(work: Path, server: LatencyServer, threads: int, variant: Variant, 
     first = sum(max(0.0, next(t for t in arrivals if t >= start - 0.001) - start) for _, _, _, start in blocks)
     ideal = sum(math.ceil(items / threads) * server.latency for items, _, _, _ in blocks)
     return Cell(server.latency, threads, variant.key, requests, sum(s for _, _, s, _ in blocks), ideal, first,
-                stats.peak_in_flight, suite)
+                stats.peak_in_flight)
 
 
 def report(cells: Sequence[Cell], latency: float, threads: Sequence[int], variants: Sequence[str]) -> None:

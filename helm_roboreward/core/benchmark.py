@@ -22,6 +22,9 @@ DATASET_URL = "https://huggingface.co/datasets/teetone/RoboReward"
 PAPER_URL = "https://arxiv.org/abs/2601.00675"
 LEADERBOARD_URL = "https://crfm.stanford.edu/helm/robo-reward-bench/v0.0.1/#/leaderboard"
 
+SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
+"""The scenario's class name as HELM records it in ``run_spec.json`` (how RoboReward runs are told apart)."""
+
 TEST_SPLIT = "test"
 """The benchmark split (human-verified). Its folder holds ``metadata.jsonl`` and one folder per subset."""
 

@@ -185,7 +185,8 @@ def _probe(target: _Target) -> tuple[_RemoteTestFolder | None, BaseException | N
     except _network_error_types() + (OSError,) as error:
         if not (isinstance(error, _network_error_types()) or _is_hub_down(error)):
             raise _translate(error, target, None) from error
-        logger.warning("Hugging Face Hub unavailable (%s); looking for a cached copy.", _describe(error, target))
+        logger.warning("Hugging Face Hub unavailable (%s); looking for a cached copy.",
+                       describe_error(error, target.token))
         return None, error
 
 
@@ -298,7 +299,7 @@ def _translate(error: BaseException, target: _Target, offline_cause: BaseExcepti
     """Turn a ``huggingface_hub`` / HTTP client error into an actionable :class:`HubDownloadError`."""
     if isinstance(error, HubDownloadError):
         return error
-    cause = _describe(error, target)
+    cause = describe_error(error, target.token)
     if isinstance(error, RevisionNotFoundError):
         return HubDownloadError(
             f"Revision '{target.revision}' was not found in dataset '{target.repo_id}' on {target.hub_url}. "
@@ -351,7 +352,7 @@ def _unreachable_message(target: _Target, cause: BaseException, missing: str) ->
         f"`hf download {target.repo_id} --repo-type dataset --include '{TEST_SPLIT}/*'` "
         "(older huggingface_hub: `huggingface-cli download ...`), into the same cache (HF_HUB_CACHE or cache_dir); "
         "set HF_ENDPOINT to a reachable Hugging Face mirror; or go online (and unset HF_HUB_OFFLINE). "
-        f"Cause: {_describe(cause, target)}"
+        f"Cause: {describe_error(cause, target.token)}"
     )
 
 
@@ -371,10 +372,10 @@ def _access_message(target: _Target, cause: str, *, gated: bool) -> str:
     )
 
 
-def _describe(error: BaseException, target: _Target) -> str:
-    """One-line, token-free description of an error, for messages and logs."""
+def describe_error(error: BaseException, token: str | None = None) -> str:
+    """One-line description of a hub error without ``token``, the environment's tokens or anything token-like."""
     text = " ".join(f"{type(error).__name__}: {error}".split())
-    for secret in (target.token, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")):
+    for secret in (token, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")):
         if secret:
             text = text.replace(secret, "***")
     text = _TOKEN_LIKE.sub("hf_***", text)

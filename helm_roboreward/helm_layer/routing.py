@@ -60,7 +60,6 @@ NATIVE = "native"
 AUTO = "auto"
 VIDEO_MODES = (FRAMES, NATIVE, AUTO)
 
-SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
 RUN_SPEC_NAME = "roboreward"
 
 NATIVE_VIDEO_TAG = "ROBOREWARD_NATIVE_VIDEO_TAG"

@@ -24,13 +24,18 @@ from helm.benchmark.metrics.metric import MetricSpec
 from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
-from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, DATASET_REVISION, SAMPLE_SUBSET_IDS, subset_group
+from helm_roboreward.core.benchmark import (
+    ALL_KNOWN_SUBSETS,
+    DATASET_REVISION,
+    SAMPLE_SUBSET_IDS,
+    SCENARIO_CLASS,
+    subset_group,
+)
 from helm_roboreward.helm_layer.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES, PARSED_SCORE, SCORE_MODES
 from helm_roboreward.helm_layer.model_registry import DECODINGS, LAYOUTS, OFFICIAL
 from helm_roboreward.helm_layer.routing import (
     AUTO,
     RUN_SPEC_NAME,
-    SCENARIO_CLASS,
     VIDEO_MODES,
     RoutingRequest,
     data_label,

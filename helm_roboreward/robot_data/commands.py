@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 from helm_roboreward.robot_data.episode_clips import DEFAULT_CRF
 from helm_roboreward.robot_data.importing import ImportRequest, describe_source
-from helm_roboreward.robot_data.lerobot_format import SUCCESS_FEATURE, metadata_fingerprint, read_info
+from helm_roboreward.robot_data.labels import LABEL_SOURCES
+from helm_roboreward.robot_data.lerobot_format import metadata_fingerprint, read_info
 
 EnsureFiles = Callable[[list[str]], None]
 
@@ -31,7 +32,7 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
     _add_source_options(imports)
     imports.add_argument("--out", required=True, help="the copy's folder (new or empty)")
     imports.add_argument("--labels", help="JSON Lines or CSV: episode_index, reward 1..5[, task]")
-    imports.add_argument("--labels-from", choices=[SUCCESS_FEATURE],
+    imports.add_argument("--labels-from", choices=LABEL_SOURCES,
                          help="5 when the episode's last frame succeeded, else 1 (coarse)")
     imports.set_defaults(handler=_import)
     label = commands.add_parser(

@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from helm_roboreward.core.benchmark import SCENARIO_CLASS
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.scoring import parse_progress_score
 from helm_roboreward.data.rows import DataError
-
-SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
+from helm_roboreward.media.paths import media_objects
+from helm_roboreward.presentation.report.loading import gold_of
 
 
 @dataclass(frozen=True)
@@ -97,20 +98,11 @@ def predictions_of(run: RunInfo) -> Iterator[Prediction]:
         completions = result.get("completions") or []
         raw = str(completions[0].get("text", "")) if completions else ""
         failed = not bool(result.get("success", False))
-        media_objects = ((request_state.get("request") or {}).get("multimodal_prompt") or {}).get("media_objects", [])
-        media = [item for item in media_objects if item.get("content_type") != "text/plain"]
+        media = list(media_objects(request_state.get("request") or {}))
         yield Prediction(
             run=run.name, model=run.model, deployment=run.deployment, instance_id=str(instance.get("id", "")),
-            subset=record.subset, source_file=record.source_file, task=record.task, gold=_gold(instance),
+            subset=record.subset, source_file=record.source_file, task=record.task, gold=gold_of(instance),
             raw_output=raw, score=None if failed else parse_progress_score(raw), request_failed=failed,
             error=str(result["error"]) if result.get("error") else None,
-            media=tuple(str(item.get("location", "")) for item in media),
-            content_type=str(media[0].get("content_type", "")) if media else "")
+            media=tuple(location for _, location in media), content_type=media[0][0] if media else "")
 
-
-def _gold(instance: dict[str, Any]) -> float | None:
-    references = instance.get("references") or []
-    try:
-        return float(references[0]["output"]["text"])
-    except (IndexError, KeyError, TypeError, ValueError):
-        return None

@@ -17,6 +17,7 @@ from huggingface_hub.utils import (
     RevisionNotFoundError,
 )
 
+from helm_roboreward.data.hub import describe_error
 from helm_roboreward.data.rows import DataError
 
 REPO_TYPE = "dataset"
@@ -87,5 +88,5 @@ def _download(repo_id: str, revision: str, patterns: list[str], endpoint: str | 
                               f"({type(error).__name__}); go online, set HF_ENDPOINT to a mirror, or download the "
                               "dataset elsewhere and import its folder") from None
     except (HfHubHTTPError, OSError) as error:
-        raise HubDatasetError(f"{where}: the download failed ({type(error).__name__}: {error}); retry, or import a "
+        raise HubDatasetError(f"{where}: the download failed ({describe_error(error, token)}); retry, or import a "
                               "local copy of the dataset") from None

@@ -27,7 +27,7 @@ import av
 from tqdm import tqdm
 
 from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, IMPORT_RECORD, METADATA_FILE, MIN_SCORE, TEST_SPLIT
-from helm_roboreward.core.files import write_atomically
+from helm_roboreward.core.files import file_digest, write_atomically
 from helm_roboreward.robot_data.episode_clips import (
     DEFAULT_CRF,
     ENCODER,
@@ -38,6 +38,7 @@ from helm_roboreward.robot_data.episode_clips import (
     open_video,
 )
 from helm_roboreward.robot_data.labels import (
+    LABEL_SOURCES,
     Label,
     LabelError,
     check_label_episodes,
@@ -163,7 +164,7 @@ def plan_import(request: ImportRequest, ensure_files: Callable[[list[str]], None
         return info, camera, selected, labels, subset
     selected = select_episodes(dataset, request.episodes, where)
     if request.labels_from:
-        if request.labels_from != SUCCESS_FEATURE:
+        if request.labels_from not in LABEL_SOURCES:
             raise LabelError(f"--labels-from {request.labels_from!r}: only {SUCCESS_FEATURE} is known")
         if ensure_files is not None:
             ensure_files(sorted({episode.data_file for episode in selected}))
@@ -304,8 +305,7 @@ def _write_clips(info: DatasetInfo, camera: Camera, episodes: Sequence[Episode],
             try:
                 for episode in sorted(group, key=lambda item: item.from_timestamp):
                     cut = cut_episode(source, episode, camera.fps, targets[episode.index], crf, container)
-                    spans[episode.index] = {"first_frame_time": cut.first_time, "last_frame_time": cut.last_time,
-                                            "frames": cut.frames, "width": cut.width, "height": cut.height}
+                    spans[episode.index] = {"first_frame_time": cut.first_time, "last_frame_time": cut.last_time}
                     bar.update(1)
             finally:
                 if container is not None:
@@ -335,9 +335,8 @@ def _write_metadata(staging: str, rows: Sequence[CopyRow], placeholder: bool) ->
 
 def _labels_record(request: ImportRequest) -> dict[str, Any]:
     if request.labels_file:
-        with open(request.labels_file, "rb") as handle:
-            digest = hashlib.sha256(handle.read()).hexdigest()
-        return {"source": "file", "file": os.path.abspath(request.labels_file), "file_sha256": digest, "coarse": False}
+        return {"source": "file", "file": os.path.abspath(request.labels_file),
+                "file_sha256": file_digest(request.labels_file), "coarse": False}
     if request.labels_from:
         return {"source": request.labels_from, "coarse": True,
                 "note": f"coarse: 5 when the episode's last frame has {SUCCESS_FEATURE} true, else 1 (never 2..4)"}
@@ -368,6 +367,6 @@ def _provenance(request: ImportRequest, info: DatasetInfo, camera: Camera, subse
             "from_timestamp": episodes[row.episode_index].from_timestamp,
             "to_timestamp": episodes[row.episode_index].to_timestamp,
             "first_frame_index": episodes[row.episode_index].first_frame_index,
-            **{k: v for k, v in spans[row.episode_index].items() if k in ("first_frame_time", "last_frame_time")},
+            **spans[row.episode_index],
         } for row in rows],
     }

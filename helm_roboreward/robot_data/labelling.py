@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helm_roboreward.core.benchmark import PROMPT_VERSION
+from helm_roboreward.core.benchmark import PROMPT_VERSION, TEST_SPLIT
 from helm_roboreward.data.rows import DataError
 from helm_roboreward.media.paths import is_inside
 from helm_roboreward.robot_data import label_outputs as outputs
@@ -174,10 +174,10 @@ def _predictions_by_file(run: RunInfo, copy: ImportResult) -> dict[str, Predicti
     return found
 
 
-def _episode_curves(rows: list[CopyRow], predictions: dict[str, Prediction],
+def _episode_curves(predictions: dict[str, Prediction],
                     copy: ImportResult) -> list[tuple[EpisodeProgress, list[int], list[float]]]:
     by_episode: dict[int, list[CopyRow]] = {}
-    for row in rows:
+    for row in copy.rows:
         by_episode.setdefault(row.episode_index, []).append(row)
     first_index = {episode.index: episode.first_frame_index for episode in copy.episodes}
     curves = []
@@ -193,7 +193,7 @@ def _episode_curves(rows: list[CopyRow], predictions: dict[str, Prediction],
 def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, run: RunInfo, entry: str,
                    predictions: dict[str, Prediction]) -> LabelResult:
     os.makedirs(out, exist_ok=True)
-    split = os.path.join(copy.out, "test")
+    split = os.path.join(copy.out, TEST_SPLIT)
     scores = [outputs.EpisodeScore(row.episode_index, row.task, predictions[row.file_name],
                                    os.path.join(split, *row.file_name.split("/")))
               for row in copy.rows if row.end_frame == row.length]
@@ -202,7 +202,7 @@ def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, run: Run
     files = [outputs.output_path(out, outputs.EPISODE_REWARDS_FILE)]
     outputs.write_episode_rewards(files[0], scores, camera, settings)
     if request.mode == PREFIX_MODE:
-        curves = _episode_curves(copy.rows, predictions, copy)
+        curves = _episode_curves(predictions, copy)
         files.append(outputs.output_path(out, outputs.PROGRESS_FILE))
         outputs.write_progress(files[-1], [curve[0] for curve in curves], request.model)
         plot = outputs.output_path(out, outputs.PROGRESS_PLOT)

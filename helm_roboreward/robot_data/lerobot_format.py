@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.rows import DataError, jsonl_lines
 from helm_roboreward.media.paths import is_inside
 
@@ -367,6 +368,5 @@ def metadata_fingerprint(info: DatasetInfo) -> str:
     for path in sorted(glob.glob(os.path.join(meta, "**", "*"), recursive=True)):
         if os.path.isfile(path):
             digest.update(os.path.relpath(path, meta).encode("utf-8") + b"\x00")
-            with open(path, "rb") as handle:
-                digest.update(hashlib.sha256(handle.read()).digest())
+            digest.update(bytes.fromhex(file_digest(path)))
     return digest.hexdigest()[:16]

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from helm_roboreward.core.benchmark import subset_info
+from helm_roboreward.core.benchmark import SCENARIO_CLASS, subset_info
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.stats import subset_mae
 from helm_roboreward.data.naming import cluster_of
@@ -21,7 +21,6 @@ from helm_roboreward.media.paths import is_inside
 from helm_roboreward.presentation.report.errors import ReportError
 from helm_roboreward.presentation.report.label_sources import label_notes
 
-SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
 UNKNOWN_SUBSET = "unknown"
 MAE_TOLERANCE = 1e-9
 MAX_LISTED = 5
@@ -194,7 +193,8 @@ def _instances_by_id(run_dir: str) -> dict[str, dict[str, Any]]:
     return {str(item.get("id")): item for item in instances if isinstance(item, dict)}
 
 
-def _gold_of(instance: dict[str, Any]) -> float | None:
+def gold_of(instance: dict[str, Any]) -> float | None:
+    """The gold score of an instance as ``scenario_state.json`` records it (its reference tagged correct)."""
     for reference in instance.get("references", []):
         if "correct" in reference.get("tags", []):
             try:
@@ -221,7 +221,7 @@ def cluster_of_record(record: InstanceRecord, subset: str) -> str:
 def _row(instance_id: str, means: dict[str, float], instance: dict[str, Any], default_subset: str) -> InstanceRow:
     record = InstanceRecord.from_extra_data(instance.get("extra_data"))
     abs_error = means.get("abs_error")
-    gold = means.get("gold_score", _gold_of(instance))
+    gold = means.get("gold_score", gold_of(instance))
     return InstanceRow(
         instance_id=instance_id,
         subset=record.subset or default_subset,
