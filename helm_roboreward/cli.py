@@ -258,7 +258,6 @@ def _estimate(args: argparse.Namespace) -> int:
     options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
                            max_frames=args.max_frames, max_side=args.max_side)
     prices = read_prices(args.prices) if args.prices else None
-    require_local_path_folder(args.local_path)
     load_registries(args.local_path)
     plans = plan_models(args.model, args.subset, args.data, args.revision, args.video, options)
     if prices is not None:
@@ -300,28 +299,11 @@ def _estimate(args: argparse.Namespace) -> int:
     return 0
 
 
-def require_local_path_folder(local_path: str) -> None:
-    """Refuse a ``--local-path`` that is a file or a link to no folder (helm-run would silently load nothing there).
-
-    A path that does not exist is fine: it holds no models (the default ``prod_env`` outside a checkout).
-    """
-    if not os.path.lexists(local_path) or os.path.isdir(local_path):
-        return
-    if os.path.islink(local_path):
-        target = os.path.realpath(local_path)
-        what = "which does not exist" if not os.path.lexists(target) else "a file, not a folder"
-        raise ValueError(f"--local-path {local_path} is a link to {target}, {what}; give the folder that holds "
-                         "model_metadata.yaml / model_deployments.yaml (helm-run's --local-path)")
-    raise ValueError(f"--local-path {local_path} is a file, not a folder; give the folder that holds "
-                     "model_metadata.yaml / model_deployments.yaml (helm-run's --local-path)")
-
-
 def _models(args: argparse.Namespace) -> int:
     from helm_roboreward.helm_layer.model_catalog import COLUMNS, catalog
     from helm_roboreward.helm_layer.registries import load_registries
     from helm_roboreward.presentation.tables import csv_text, format_text_table
 
-    require_local_path_folder(args.local_path)
     load_registries(args.local_path)
     if args.group:
         from helm_roboreward.helm_layer.model_catalog import entry_for, models_in_group

@@ -6,6 +6,7 @@ Sources: the RoboReward paper (arXiv 2601.00675), the Hugging Face dataset card
 so one edit changes it everywhere.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 DATASET_ID = "teetone/RoboReward"
@@ -173,6 +174,13 @@ ALL_KNOWN_SUBSETS: dict[str, Subset] = {subset.id: subset for subset in OFFICIAL
 
 OFFICIAL_SUBSET_IDS: list[str] = [subset.id for subset in OFFICIAL_SUBSETS]
 SAMPLE_SUBSET_IDS: list[str] = [subset.id for subset in SAMPLE_SUBSETS]
+
+
+def subset_order(subsets: Iterable[str]) -> list[str]:
+    """Official leaderboard order, then the sample's order, then any other subset alphabetically."""
+    known = OFFICIAL_SUBSET_IDS + SAMPLE_SUBSET_IDS
+    rank = {subset: index for index, subset in enumerate(known)}
+    return sorted(set(subsets), key=lambda subset: (rank.get(subset, len(known)), subset))
 
 ROBOTS: list[str] = sorted({subset.robot for subset in OFFICIAL_SUBSETS + SAMPLE_SUBSETS})
 

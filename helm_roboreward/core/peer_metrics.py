@@ -70,7 +70,8 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _macro(by_subset: dict[str, list[float]]) -> float | None:
+def macro_mean(by_subset: dict[str, list[float]]) -> float | None:
+    """The mean over subsets of each subset's mean (subsets without values left out); None without any."""
     return _mean([sum(values) / len(values) for values in by_subset.values() if values])
 
 
@@ -89,11 +90,11 @@ def peer_metrics(rows: Iterable[PeerRow]) -> PeerMetrics:
     return PeerMetrics(
         rows=len(pooled),
         subsets=len(errors),
-        macro_mae=_macro(errors),
+        macro_mae=macro_mean(errors),
         micro_mae=_mean(pooled),
-        exact_macro=_macro(exact),
+        exact_macro=macro_mean(exact),
         exact_micro=_mean([value for values in exact.values() for value in values]),
-        within_one_macro=_macro(within),
+        within_one_macro=macro_mean(within),
         within_one_micro=_mean([value for values in within.values() for value in values]),
         mean_prediction={gold: _mean(predictions[gold]) for gold in GOLD_LABELS},
         prediction_rows={gold: len(predictions[gold]) for gold in GOLD_LABELS},

@@ -26,12 +26,12 @@ from helm_roboreward.core.benchmark import (
     PUBLISHED_METADATA_SHA256,
     PUBLISHED_OXE_VIDEOS,
     PUBLISHED_RELABELS_WITHOUT_ORIGINAL,
-    SAMPLE_SUBSET_IDS,
     TEST_SPLIT,
     subset_info,
+    subset_order,
 )
 from helm_roboreward.core.files import file_digest
-from helm_roboreward.data.naming import FALLBACK, name_pattern
+from helm_roboreward.data.naming import FALLBACK, cluster_numbers, name_pattern
 from helm_roboreward.data.rows import (
     CLIP,
     COUNTERFACTUAL,
@@ -176,9 +176,7 @@ def _by_subset(rows: Iterable[AuditedRow]) -> dict[str, list[AuditedRow]]:
     grouped: dict[str, list[AuditedRow]] = defaultdict(list)
     for row in rows:
         grouped[row.row.subset].append(row)
-    known = OFFICIAL_SUBSET_IDS + SAMPLE_SUBSET_IDS
-    return dict(sorted(grouped.items(), key=lambda item: (known.index(item[0]) if item[0] in known else len(known),
-                                                           item[0])))
+    return {subset: grouped[subset] for subset in subset_order(grouped)}
 
 
 def kind_counts(rows: Sequence[AuditedRow]) -> list[KindCounts]:
@@ -226,23 +224,8 @@ def _linked(row: AuditedRow, by_video: dict[str, list[AuditedRow]], by_episode: 
     return CLIP in _kinds(same_episode) or COUNTERFACTUAL in _kinds(same_bytes)
 
 
-def clusters(keys: Sequence[str], hashes: Sequence[str]) -> list[int]:
-    """Cluster number of each row: rows sharing a name key or (non-empty) video bytes are one cluster."""
-    parent = list(range(len(keys)))
-
-    def root(item: int) -> int:
-        while parent[item] != item:
-            parent[item] = parent[parent[item]]
-            item = parent[item]
-        return item
-
-    for values in (keys, hashes):
-        first: dict[str, int] = {}
-        for index, value in enumerate(values):
-            if value:
-                parent[root(index)] = root(first.setdefault(value, index))
-    numbers: dict[int, int] = {}
-    return [numbers.setdefault(root(index), len(numbers)) for index in range(len(keys))]
+clusters = cluster_numbers
+"""Cluster number of each row: the bootstrap's own rule (rows sharing a name key or video bytes are one cluster)."""
 
 
 def subset_counts(rows: Sequence[AuditedRow]) -> list[SubsetCounts]:

@@ -20,6 +20,7 @@ Pure string functions; no I/O. The keys returned here are without the subset; ``
 """
 
 import re
+from collections.abc import Sequence
 
 CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
 """A temporal clip: ``<episode name>_attempt_<m>_score_<k>`` (``k`` is the label)."""
@@ -81,3 +82,25 @@ def cluster_of(stem: str, natural: bool) -> str:
         if arena:
             return arena.group("session")
     return episode_of(stem, natural)
+
+
+def cluster_numbers(keys: Sequence[str], video_hashes: Sequence[str]) -> list[int]:
+    """Cluster number of each row (union-find): rows sharing a key or a video hash are one cluster.
+
+    Empty keys and hashes link nothing. Clusters are numbered 0..K-1 in order of first appearance.
+    """
+    parent = list(range(len(keys)))
+
+    def root(item: int) -> int:
+        while parent[item] != item:
+            parent[item] = parent[parent[item]]  # path halving
+            item = parent[item]
+        return item
+
+    for values in (keys, video_hashes):
+        first_row: dict[str, int] = {}
+        for row, value in enumerate(values):
+            if value:
+                parent[root(row)] = root(first_row.setdefault(value, row))
+    numbers: dict[int, int] = {}
+    return [numbers.setdefault(root(row), len(numbers)) for row in range(len(parent))]

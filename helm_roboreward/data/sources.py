@@ -20,6 +20,9 @@ from helm_roboreward.data.rows import DataError, metadata_path
 
 HUB = "hf"
 SAMPLE = "sample"
+SAMPLE_REVISION_PREFIX = "sample-"
+LOCAL_REVISION_PREFIX = "local-"
+"""The revision a run of the sample or of a local copy records: the prefix, then a digest of its metadata."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ def resolve_data_source(
         return _hub_source(revision, subsets)
     if data == SAMPLE:
         root = sample_root()
-        return DataSource(data, root, f"sample-{_metadata_digest(root)}", os.path.join(root, TEST_SPLIT))
+        return DataSource(data, root, f"{SAMPLE_REVISION_PREFIX}{_metadata_digest(root)}",
+                          os.path.join(root, TEST_SPLIT))
     root = os.path.abspath(os.path.expanduser(data))
     if not os.path.isdir(root):
         raise DataError(
@@ -78,7 +82,7 @@ def resolve_data_source(
             f"data={data!r}: {metadata_path(root)} not found. A local copy must use the dataset layout: "
             f"{TEST_SPLIT}/metadata.jsonl and {TEST_SPLIT}/<subset>/*.mp4."
         )
-    return DataSource(data, root, f"local-{_metadata_digest(root)}", os.path.join(root, TEST_SPLIT))
+    return DataSource(data, root, f"{LOCAL_REVISION_PREFIX}{_metadata_digest(root)}", os.path.join(root, TEST_SPLIT))
 
 
 def _hub_source(revision: str, subsets: Sequence[str] | None) -> DataSource:

@@ -48,6 +48,7 @@ from helm_roboreward.helm_layer.model_files import (
 )
 from helm_roboreward.helm_layer.model_lifecycle import ALIASES, retirement_of
 from helm_roboreward.helm_layer.model_registry import OPENAI_VIDEO_CLIENT, TRANSFORMERS_CLIENT
+from helm_roboreward.helm_layer.registries import require_local_path_folder
 from helm_roboreward.helm_layer.routing import (
     FRAMES,
     NATIVE,
@@ -349,9 +350,10 @@ def add_model(new: NewModel, local_path: str, force: bool = False, take_deployme
             unreadable file (nothing is written then).
     """
     validate(new)
-    if os.path.lexists(local_path) and not os.path.isdir(local_path):
-        kind = "a link to a missing folder" if os.path.islink(local_path) else "a file"
-        raise AddModelError(f"--local-path {local_path} is {kind}, not a folder")
+    try:
+        require_local_path_folder(local_path)
+    except ValueError as error:
+        raise AddModelError(str(error)) from None
     metadata_path = os.path.join(local_path, MODEL_METADATA_FILE)
     deployments_path = os.path.join(local_path, MODEL_DEPLOYMENTS_FILE)
     for path in (metadata_path, deployments_path):

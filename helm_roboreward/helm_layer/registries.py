@@ -16,9 +16,11 @@ def load_registries(local_path: str) -> None:
     """Register HELM's built-ins, ``local_path``'s YAML files, then this plugin (once per process).
 
     Raises:
-        ValueError: The registries were already loaded from another ``--local-path`` in this process, or a
-            YAML file under ``local_path`` cannot be read (the message names it).
+        ValueError: ``local_path`` is a file or a link to no folder, the registries were already loaded from
+            another ``--local-path`` in this process, or a YAML file under ``local_path`` cannot be read (the
+            message names it).
     """
+    require_local_path_folder(local_path)
     folder = os.path.abspath(local_path)
     if _LOADED:
         if _LOADED[0] != folder:
@@ -43,3 +45,19 @@ def load_registries(local_path: str) -> None:
     register_package_models()
     register_variant_twins()
     _LOADED.append(folder)
+
+
+def require_local_path_folder(local_path: str) -> None:
+    """Refuse a ``--local-path`` that is a file or a link to no folder (helm-run would silently load nothing there).
+
+    A path that does not exist is fine: it holds no models (the default ``prod_env`` outside a checkout).
+    """
+    if not os.path.lexists(local_path) or os.path.isdir(local_path):
+        return
+    if os.path.islink(local_path):
+        target = os.path.realpath(local_path)
+        what = "which does not exist" if not os.path.lexists(target) else "a file, not a folder"
+        raise ValueError(f"--local-path {local_path} is a link to {target}, {what}; give the folder that holds "
+                         "model_metadata.yaml / model_deployments.yaml (helm-run's --local-path)")
+    raise ValueError(f"--local-path {local_path} is a file, not a folder; give the folder that holds "
+                     "model_metadata.yaml / model_deployments.yaml (helm-run's --local-path)")

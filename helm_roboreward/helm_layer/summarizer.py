@@ -46,7 +46,7 @@ from helm.benchmark.presentation.summarize import (
 from helm.benchmark.presentation.table import Cell, HeaderCell, Table
 from helm.common.hierarchical_logger import hwarn
 
-from helm_roboreward.core.benchmark import subset_info
+from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE, subset_info
 from helm_roboreward.core.stats import (
     COST,
     EXPECTED,
@@ -54,6 +54,7 @@ from helm_roboreward.core.stats import (
     GOLD_PREDICTIONS,
     REWARD_MODEL,
     StatDefinition,
+    gold_prediction_rows,
     in_group,
     kind_mae,
     may_be_absent,
@@ -321,7 +322,8 @@ def _peer_table(runs_by_model: dict[str, list[Run]]) -> Table:
                    ("macro", "Macro over subsets.", _macro_over_subsets(column.name)),
                    ("micro", "Pooled over all rows.", _pooled(column.name, "error_rows")))]
     columns += [(column.display_name, column.description + " Pooled over subsets.",
-                 _pooled(column.name, column.name + "_rows")) for column in PEER_PREDICTIONS]
+                 _pooled(column.name, gold_prediction_rows(gold)))
+                for gold, column in zip(range(MIN_SCORE, MAX_SCORE + 1), PEER_PREDICTIONS, strict=True)]
     directions = [column.lower_is_better for column in PEER_RATES for _ in range(2)] + [None] * len(PEER_PREDICTIONS)
     return _table("peer_metrics_all", "Peer metrics (macro over subsets, micro over rows)", runs_by_model, columns,
                   directions)

@@ -13,7 +13,6 @@ Every model of the estimate must have an entry; prices change, so copy them from
 :data:`MAX_PRICE` (above it a cost would be nonsense, and ``1.7e+308`` would print ``inf``).
 """
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +72,7 @@ _EXAMPLE = "e.g.\n  openai/gpt-5-mini-2025-08-07: {input: 0.25, output: 2.00}"
 
 
 def _number(path: str, model: str, key: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not (
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
             0 <= value <= MAX_PRICE):
         raise PriceError(f"{path}: {model}: {key}: {value!r} must be a number >= 0 and at most {MAX_PRICE:,.0f} (USD "
                          "per million tokens), e.g. 0.25 or 1.5e-1")

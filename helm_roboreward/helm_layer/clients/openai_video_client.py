@@ -349,15 +349,17 @@ class OpenAIVideoClient(CachingClient):
         if over is not None:
             return _failure(over)
 
+        fresh: list[GeneratedOutput] = []
+
         def do_it() -> dict[str, Any]:
             raw = self.client.chat.completions.with_raw_response.create(**make_body())
-            response = decode_reply(raw.headers.get("content-type", ""), raw.text)
-            completions_of(response, self.top_logprobs > 0)  # raises before the cache writes an unusable reply
-            return trim_alternatives(response)
+            response = trim_alternatives(decode_reply(raw.headers.get("content-type", ""), raw.text))
+            fresh.extend(completions_of(response, self.top_logprobs > 0))  # raises before the cache writes it
+            return response
 
         try:
             response, cached = self.cache.get(cache_key, wrap_request_time(do_it))
-            completions = completions_of(response, self.top_logprobs > 0)
+            completions = completions_of(response, self.top_logprobs > 0) if cached else fresh
         except UnusableReplyError as error:
             return _failure(f"{error}; not cached, a rerun sends the request again")
         except openai.APIStatusError as error:

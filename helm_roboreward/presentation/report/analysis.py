@@ -14,8 +14,8 @@ from helm_roboreward.core.benchmark import (
     MAX_SCORE,
     MIN_SCORE,
     OFFICIAL_SUBSET_IDS,
-    SAMPLE_SUBSET_IDS,
     subset_info,
+    subset_order,
 )
 from helm_roboreward.core.peer_metrics import PeerMetrics, PeerRow, peer_metrics
 from helm_roboreward.presentation.report.bootstrap import (
@@ -30,7 +30,7 @@ from helm_roboreward.presentation.report.bootstrap import (
     too_small_reason,
 )
 from helm_roboreward.presentation.report.calibration import CalibrationSummary, calibration_summaries
-from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
+from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows, all_failed_subsets
 from helm_roboreward.presentation.report.published import ModelScore, PublishedReference, published_reference
 from helm_roboreward.presentation.report.reward_model import RewardModelSummary, reward_model_summaries
 
@@ -154,13 +154,6 @@ class ReportData:
     """The published leaderboard beside the models, or why it is left out; None with ``--no-published``."""
 
 
-def subset_order(subsets: Sequence[str]) -> list[str]:
-    """Official leaderboard order, then the sample's order, then any other subset alphabetically."""
-    known = OFFICIAL_SUBSET_IDS + SAMPLE_SUBSET_IDS
-    rank = {subset: index for index, subset in enumerate(known)}
-    return sorted(set(subsets), key=lambda subset: (rank.get(subset, len(known)), subset))
-
-
 def _subset_sample(subset: str, rows_per_model: list[list[InstanceRow]]) -> SubsetSample:
     """The subset's error matrix over the union of the models' rows, with the rows' clusters."""
     index: dict[str, int] = {}
@@ -243,9 +236,7 @@ def _model_summaries(
 
 def every_request_failed(rows: Sequence[InstanceRow]) -> list[str]:
     """The subsets (official order) where every row is a failed request its run left out (``failed=skip``)."""
-    subsets = {row.subset for row in rows}
-    return subset_order([subset for subset in subsets
-                         if all(row.left_out for row in rows if row.subset == subset)])
+    return subset_order(all_failed_subsets(rows))
 
 
 def _rank_key(summary: ModelSummary) -> tuple[float, str]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from helm_roboreward.data.naming import cluster_numbers
+
 MIN_CLUSTERS = 30
 """An interval from fewer clusters than this is too small to trust (the bootstrap distribution is too coarse: on
 the bundled sample, 5 to 8 clusters per subset, 95% intervals of the null model held the true value in about 9 of
@@ -120,25 +122,7 @@ def cluster_ids(episodes: Sequence[str], video_hashes: Sequence[str]) -> np.ndar
     Returns:
         Cluster index of each row, numbered 0..K-1 in order of first appearance.
     """
-    parent = list(range(len(episodes)))
-
-    def root(item: int) -> int:
-        while parent[item] != item:
-            parent[item] = parent[parent[item]]  # path halving
-            item = parent[item]
-        return item
-
-    for keys in (episodes, video_hashes):
-        first_row: dict[str, int] = {}
-        for row, key in enumerate(keys):
-            if not key:
-                continue
-            if key in first_row:
-                parent[root(row)] = root(first_row[key])
-            else:
-                first_row[key] = row
-    labels: dict[int, int] = {}
-    return np.array([labels.setdefault(root(row), len(labels)) for row in range(len(parent))], dtype=np.int64)
+    return np.array(cluster_numbers(episodes, video_hashes), dtype=np.int64)
 
 
 def subset_rng(seed: int, subset: str) -> np.random.Generator:

@@ -21,6 +21,7 @@ from helm_roboreward.core.calibration import (
     calibration_error,
     reliability_bins,
 )
+from helm_roboreward.core.peer_metrics import macro_mean
 from helm_roboreward.presentation.report.loading import ModelRows
 
 
@@ -50,11 +51,6 @@ class CalibrationSummary:
     bins: tuple[ReliabilityBin, ...]
 
 
-def _macro(by_subset: dict[str, list[float]]) -> float | None:
-    means = [sum(values) / len(values) for values in by_subset.values() if values]
-    return sum(means) / len(means) if means else None
-
-
 def summarize_calibration(model: ModelRows, bins: int = ECE_BINS) -> CalibrationSummary | None:
     """The model's calibration summary; None when no row has an expected score."""
     graded = [row for row in model.rows if row.gold is not None and not row.left_out]  # failed=skip: not a row
@@ -71,11 +67,11 @@ def summarize_calibration(model: ModelRows, bins: int = ECE_BINS) -> Calibration
         pairs.append((success, 1.0 if gold == MAX_SCORE else 0.0))
     if not pairs:
         return None
-    expected_mae = _macro(expected_errors)
+    expected_mae = macro_mean(expected_errors)
     brier, ece = brier_score(pairs), calibration_error(pairs, bins)
     assert expected_mae is not None and brier is not None and ece is not None  # pairs is not empty
     return CalibrationSummary(model.model, model.display_name, len(graded), len(pairs), expected_mae,
-                              _macro(parsed_errors), brier, ece, sum(y for _, y in pairs) / len(pairs),
+                              macro_mean(parsed_errors), brier, ece, sum(y for _, y in pairs) / len(pairs),
                               tuple(reliability_bins(pairs, bins)))
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helm_roboreward.presentation.report.errors import ReportError
-from helm_roboreward.presentation.report.loading import SuiteRows
+from helm_roboreward.presentation.report.loading import SuiteRows, all_failed_subsets
 
 LEADERBOARD_TABLE = "accuracy"
 """The metric group whose table carries the mean column (``aggregation_strategies: [mean]`` in the schema)."""
@@ -128,7 +128,7 @@ def check_leaderboard_coverage(suite: SuiteRows, suite_dir: str) -> list[str]:
     notes: list[str] = []
     for model in suite.models:
         tables: dict[str, list[str]] = defaultdict(list)
-        all_failed = {row.subset for row in model.rows} - {row.subset for row in model.rows if not row.left_out}
+        all_failed = all_failed_subsets(model.rows)
         for subset, run in sorted(model.run_of_subset.items()):
             if subset in all_failed:  # every request failed (failed=skip): no value on either side
                 continue

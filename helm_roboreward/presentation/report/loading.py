@@ -9,6 +9,7 @@ helm-summarize) or else ``scenario_state.json`` (written by helm-run).
 import json
 import os
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,6 +192,12 @@ def _instances_by_id(run_dir: str) -> dict[str, dict[str, Any]]:
         states = state.get("request_states", []) if isinstance(state, dict) else []
         instances = [request_state.get("instance", {}) for request_state in states]
     return {str(item.get("id")): item for item in instances if isinstance(item, dict)}
+
+
+def all_failed_subsets(rows: Iterable[InstanceRow]) -> set[str]:
+    """The subsets where every row is a failed request its run left out (``failed=skip``)."""
+    rows = list(rows)
+    return {row.subset for row in rows} - {row.subset for row in rows if not row.left_out}
 
 
 def gold_of(instance: dict[str, Any]) -> float | None:

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS
 from helm_roboreward.core.leaderboard import PUBLISHED_LEADERBOARD, PUBLISHED_SUBSET_MAE, published_entry
-from helm_roboreward.data.sources import HUB, SAMPLE
+from helm_roboreward.data.sources import HUB, LOCAL_REVISION_PREFIX, SAMPLE, SAMPLE_REVISION_PREFIX
 from helm_roboreward.presentation.report.loading import RunData
 
 PUBLISHED_MARK = "published, not rerun"
-COPY_REVISIONS = ("sample-", "local-")
+COPY_REVISIONS = (SAMPLE_REVISION_PREFIX, LOCAL_REVISION_PREFIX)
 """The revision a sample or local copy records (``data/sources.py``); a hub run records a commit."""
 
 

@@ -218,8 +218,9 @@ def subset_replicates(rows: Sequence[ScoredRow], subset: str, resamples: int, se
         cluster = clusters.of(a)
         correct[cluster] += ordered_right(a, b)
         pairs[cluster] += 1
-    ladder_sums, ladder_counts = _group_sums(ladder_groups(rows), clusters)
-    tau_sums, _ = _group_sums(ladder_groups(rows), clusters, tau=True)
+    ladders = ladder_groups(rows)
+    ladder_sums, ladder_counts = _group_sums(ladders, clusters)
+    tau_sums, _ = _group_sums(ladders, clusters, tau=True)
     clip_sums, clip_counts = _group_sums(clip_groups(rows), clusters)
     replicates = {
         "preference_accuracy": _ratio(weights, correct, pairs),
