@@ -61,6 +61,8 @@ AUTO = "auto"
 VIDEO_MODES = (FRAMES, NATIVE, AUTO)
 
 RUN_SPEC_NAME = "roboreward"
+FRAME_FIELDS = ("frames_per_second", "include_last_frame", "max_frames", "max_side")
+"""The scenario arguments of frame options (:class:`FrameOptions` fields), present when not the default."""
 
 NATIVE_VIDEO_TAG = "ROBOREWARD_NATIVE_VIDEO_TAG"
 """Model metadata tag marking a model that takes the native mp4 (for models the patterns miss)."""
@@ -241,7 +243,7 @@ def scenario_args(base: dict[str, Any], mode: str, options: FrameOptions) -> dic
     args["video"] = mode
     if mode != NATIVE:
         defaults = FrameOptions()
-        for field in ("frames_per_second", "include_last_frame", "max_frames", "max_side"):
+        for field in FRAME_FIELDS:
             value = getattr(options, field)
             if value != getattr(defaults, field):
                 args[field] = value

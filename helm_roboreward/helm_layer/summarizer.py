@@ -61,7 +61,7 @@ from helm_roboreward.core.stats import (
     stat,
 )
 from helm_roboreward.data.rows import KINDS
-from helm_roboreward.helm_layer.routing import data_label, revision_label
+from helm_roboreward.helm_layer.routing import FRAME_FIELDS, data_label, revision_label
 from helm_roboreward.media.paths import media_objects
 from helm_roboreward.media.selection import FrameOptions
 
@@ -85,10 +85,9 @@ PEER_PREDICTIONS: tuple[StatDefinition, ...] = tuple(stat(name) for name in GOLD
 
 
 MAX_FOLDER_IN_NAME = 24
+"""Characters of a local copy's folder name kept in table names (the hash of its path keeps them apart)."""
 MAX_FILE_NAME_BYTES = 255
 """HELM writes ``groups/json/<group>_<table>.json``; most file systems take 255 bytes per name."""
-"""Characters of a local copy's folder name kept in table names (the hash of its path keeps them apart)."""
-FRAME_FIELDS = ("frames_per_second", "include_last_frame", "max_frames", "max_side")
 DISPLAY_FILES = ("instances.json", "display_predictions.json", "display_requests.json")
 """The per-run files of the predictions page (HELM's ``write_run_display_json``)."""
 MAX_LISTED_RUNS = 3

@@ -95,6 +95,11 @@ class DatasetInfo:
     raw: dict[str, Any]
 
     @property
+    def info_path(self) -> str:
+        """The path of its ``meta/info.json`` (what messages about its fields name)."""
+        return info_path(self.root)
+
+    @property
     def video_keys(self) -> list[str]:
         """The video features, in ``info.json`` order."""
         return [key for key, feature in self.features.items() if feature.get("dtype") == "video"]
@@ -121,6 +126,11 @@ class DatasetInfo:
         )
 
 
+def info_path(root: str) -> str:
+    """The path of ``meta/info.json`` under a dataset root."""
+    return os.path.join(root, *INFO_FILE.split("/"))
+
+
 def _load_json(path: str) -> Any:
     try:
         with open(path, encoding="utf-8") as handle:
@@ -139,7 +149,7 @@ def read_info(root: str) -> DatasetInfo:
         LeRobotFormatError: The file is missing or not JSON, its ``codebase_version`` is not one this reader
             knows, or ``fps`` / ``features`` are missing.
     """
-    path = os.path.join(root, *INFO_FILE.split("/"))
+    path = info_path(root)
     info = _load_json(path)
     if not isinstance(info, dict):
         raise LeRobotFormatError(f"{path}: expected a JSON object, got {type(info).__name__}")
@@ -169,7 +179,7 @@ def choose_camera(info: DatasetInfo, requested: str | None) -> Camera:
         LeRobotFormatError: No video feature, several and none requested, an unknown key, or a depth map.
     """
     keys = info.video_keys
-    where = os.path.join(info.root, *INFO_FILE.split("/"))
+    where = info.info_path
     if not keys:
         images = [key for key, feature in info.features.items() if feature.get("dtype") == "image"]
         stored = f" (its cameras are stored as images: {', '.join(images)})" if images else ""
@@ -240,7 +250,7 @@ def _format_path(info: DatasetInfo, template_field: str, what: str, **values: An
     try:
         relative = template.format(**values)
     except (KeyError, IndexError, ValueError) as error:
-        raise LeRobotFormatError(f"{os.path.join(info.root, *INFO_FILE.split('/'))}, field {template_field!r}: "
+        raise LeRobotFormatError(f"{info.info_path}, field {template_field!r}: "
                                  f"{template!r} cannot be filled ({error})") from None
     return _inside(info, relative, what)
 
@@ -336,7 +346,7 @@ def read_success_flags(info: DatasetInfo, episodes: Sequence[Episode]) -> dict[i
             has no rows in its data file.
     """
     if SUCCESS_FEATURE not in info.features:
-        raise LeRobotFormatError(f"{os.path.join(info.root, *INFO_FILE.split('/'))}: the dataset has no "
+        raise LeRobotFormatError(f"{info.info_path}: the dataset has no "
                                  f"{SUCCESS_FEATURE!r} feature; give the labels with --labels FILE instead")
     wanted = {episode.index for episode in episodes}
     last: dict[int, tuple[int, bool]] = {}
