@@ -1,13 +1,12 @@
 """helm-roboreward: RoboRewardBench as a HELM plugin.
 
-The package reads as the data flow:
-
-- :mod:`helm_roboreward.core`: constants and subsets, the prompt, scoring, the stats catalogue, the instance record;
-- :mod:`helm_roboreward.data`: metadata rows and where they come from (hub, local copy, bundled sample);
-- :mod:`helm_roboreward.media`: frame selection, decoding, the verified frame cache, video copies, preparation;
-- :mod:`helm_roboreward.helm_layer`: the scenario, run spec, routing, metric, summarizer, clients and plugin (the
-  only part that imports HELM; loaded through the ``helm`` entry point);
-- :mod:`helm_roboreward.presentation`: the schema, project files, terminal leaderboard, media export, the report.
+The official path sits at the class paths HELM records (``run_spec.json``, deployments, the ``helm`` entry
+point): :mod:`~helm_roboreward.plugin`, :mod:`~helm_roboreward.run_specs` with :mod:`~helm_roboreward.routing`,
+:mod:`~helm_roboreward.scenario`, :mod:`~helm_roboreward.metrics`, :mod:`~helm_roboreward.summarizer` and
+:mod:`~helm_roboreward.clients`. Beneath them, HELM-free: :mod:`~helm_roboreward.core` (benchmark constants,
+prompt, parse rule, stats), :mod:`~helm_roboreward.data` (rows and where they come from) and
+:mod:`~helm_roboreward.media` (frames and video copies). Extras load only when used: ``models`` (model files,
+add-model, estimate), ``presentation`` (schema, report, export), ``robot_data`` (LeRobot import and labelling).
 
 The public surface here is small and import-light (no HELM).
 """

@@ -239,8 +239,8 @@ def _estimate(args: argparse.Namespace) -> int:
     from helm_roboreward.core.prompt import build_prompt
     from helm_roboreward.data.rows import load_rollouts
     from helm_roboreward.data.sources import resolve_data_source
-    from helm_roboreward.helm_layer.estimate_plans import plan_models
-    from helm_roboreward.helm_layer.registries import load_registries
+    from helm_roboreward.models.estimate_plans import plan_models
+    from helm_roboreward.models.helm_registries import load_registries
     from helm_roboreward.presentation.estimate import (
         COLUMNS,
         NOTES,
@@ -300,13 +300,13 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from helm_roboreward.helm_layer.model_catalog import COLUMNS, catalog
-    from helm_roboreward.helm_layer.registries import load_registries
+    from helm_roboreward.models.catalog import COLUMNS, catalog
+    from helm_roboreward.models.helm_registries import load_registries
     from helm_roboreward.presentation.tables import csv_text, format_text_table
 
     load_registries(args.local_path)
     if args.group:
-        from helm_roboreward.helm_layer.model_catalog import entry_for, models_in_group
+        from helm_roboreward.models.catalog import entry_for, models_in_group
 
         names = models_in_group(args.group)
         if args.names:
@@ -327,8 +327,8 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _add_model(args: argparse.Namespace) -> int:
-    from helm_roboreward.helm_layer.add_model import NewModel, add_model
-    from helm_roboreward.helm_layer.registries import load_registries
+    from helm_roboreward.models.add_model import NewModel, add_model
+    from helm_roboreward.models.helm_registries import load_registries
 
     new = NewModel(model=args.model, client=args.client, api_id=args.api_id, base_url=args.base_url,
                    display_name=args.display_name, video=args.video, reasoning_effort=args.reasoning_effort,

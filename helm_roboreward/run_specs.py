@@ -1,8 +1,229 @@
-"""Stable import path of the run spec module (``helm-run --plugins helm_roboreward.run_specs`` in earlier docs).
+"""The ``roboreward`` run spec: progress scores for robot rollout videos, routed officially per model.
 
-The implementation is :mod:`helm_roboreward.helm_layer.run_specs`.
+Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,video=<auto|frames|native>,
+fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,layout=<official|one_message>,
+decoding=<official|greedy>,score=<parsed|expected>,failed=<max_error|skip>`` with ``model=<org/name>`` (HELM's own
+model expander; ``model_deployment=`` picks a deployment), or without ``model=`` and with HELM's ``--models-to-run``
+(``roboreward models --group leaderboard|all|baselines --names`` prints a group). The run spec is a
+:class:`RoboRewardRunSpec`, which routes itself officially (:func:`helm_roboreward.routing.route`)
+whenever HELM sets its model: HELM's run spec ``__post_init__`` already normalizes every run spec it builds, and
+HELM's expanders copy run specs with ``dataclasses.replace``, which runs it again. HELM's own expanders stay as HELM
+ships them, and none is added.
+
+Every argument that changes results appears in the run name when it is not the default (frame options for
+frames runs only; ``layout``/``decoding`` where the deployment serves them), exactly: numbers by
+:func:`helm_roboreward.media.selection.exact_number`, the revision percent-encoded, a local data folder as its
+name and a hash of its absolute path (:func:`helm_roboreward.routing.data_label`).
 """
 
-from helm_roboreward.helm_layer.run_specs import RoboRewardRunSpec, get_roboreward_spec
+import dataclasses
+from typing import Any
 
-__all__ = ["RoboRewardRunSpec", "get_roboreward_spec"]
+from helm.benchmark.adaptation.adapter_spec import ADAPT_GENERATION_MULTIMODAL, AdapterSpec
+from helm.benchmark.metrics.metric import MetricSpec
+from helm.benchmark.run_spec import RunSpec, run_spec_function
+from helm.benchmark.scenarios.scenario import ScenarioSpec
+
+from helm_roboreward.core.benchmark import (
+    ALL_KNOWN_SUBSETS,
+    DATASET_REVISION,
+    SAMPLE_SUBSET_IDS,
+    SCENARIO_CLASS,
+    subset_group,
+)
+from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
+from helm_roboreward.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES, PARSED_SCORE, SCORE_MODES
+from helm_roboreward.models.registry import DECODINGS, LAYOUTS, OFFICIAL
+from helm_roboreward.routing import (
+    AUTO,
+    RUN_SPEC_NAME,
+    VIDEO_MODES,
+    RoutingRequest,
+    data_label,
+    revision_label,
+    route,
+    run_name_prefix,
+    scenario_args,
+)
+
+DEFAULT_MAX_TOKENS = 5000
+"""docs/protocol.md, section 5; OpenAI and Gemini models get 60,000 more (see routing)."""
+
+JOBS_VARIABLE = "ROBOREWARD_JOBS"
+"""Environment variable: worker processes for frame extraction (default: the CPU count). It changes no result."""
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+__all__ = ["RoboRewardRunSpec", "data_label", "get_roboreward_spec", "revision_label"]
+
+
+def parse_flag(name: str, value: str | int | float | bool) -> bool:
+    """Run entries have no booleans: accept 0/1, true/false, yes/no, on/off."""
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"roboreward: {name}={value!r} is not a flag; use {name}=1 or {name}=0")
+
+
+def _number(name: str, value: str | int | float, kind: type) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"roboreward: {name}={value!r} is not a valid {kind.__name__}") from None
+    if kind is int and float(value) != number:
+        raise ValueError(f"roboreward: {name}={value!r} must be a whole number")
+    return number
+
+
+def _check_subset_name(subset: str) -> None:
+    """A subset id is a folder name under ``test/``; anything else would move the run folder (its name holds it)."""
+    if subset in ("", ".", "..") or any(character in subset for character in "/\\\x00"):
+        raise ValueError(
+            f"roboreward: subset={subset!r} is not a subset id: give the name of a folder under the data's test/ "
+            "folder (no '/', '\\', '.' or '..'), or subset=all"
+        )
+
+
+def _check_subset(subset: str, data: str) -> None:
+    if subset == "all" or data not in ("hf", "sample"):
+        return  # a local copy may hold other subsets; the scenario checks them against its metadata
+    known = SAMPLE_SUBSET_IDS if data == "sample" else [s for s in ALL_KNOWN_SUBSETS if s not in SAMPLE_SUBSET_IDS]
+    if subset not in known:
+        raise ValueError(
+            f"roboreward: subset={subset!r} is not in data={data}. Valid subsets: all, {', '.join(known)}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RoboRewardRunSpec(RunSpec):
+    """A ``roboreward`` run spec: it routes itself officially whenever HELM sets (or copies) its model.
+
+    HELM's run spec ``__post_init__`` normalizes the name of every run spec it builds; this one also applies
+    :func:`helm_roboreward.routing.route` once the adapter spec names a model, so the deployment, video
+    mode, token allowance and run name follow the model. HELM's own expanders (``model``, ``model_deployment``)
+    stay as HELM ships them. ``run_spec.json`` gains the ``routing`` field (what the entry asked for); HELM reads
+    such files back as plain run specs.
+    """
+
+    routing: RoutingRequest | None = None
+    """What the entry asked for that depends on the model (None: route nothing)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.routing is None or not self.adapter_spec.model:
+            return
+        adapter = self.adapter_spec
+        name, args, routing, deployment, max_tokens = route(
+            self.name, dict(self.scenario_spec.args), self.routing, adapter.model, adapter.model_deployment or "",
+            adapter.max_tokens)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "scenario_spec", dataclasses.replace(self.scenario_spec, args=args))
+        object.__setattr__(self, "routing", routing)
+        if deployment != adapter.model_deployment or max_tokens != adapter.max_tokens:
+            object.__setattr__(self, "adapter_spec", dataclasses.replace(adapter, model_deployment=deployment,
+                                                                          max_tokens=max_tokens))
+
+
+@run_spec_function(RUN_SPEC_NAME)
+def get_roboreward_spec(
+    subset: str = "all",
+    data: str = "hf",
+    revision: str = DATASET_REVISION,
+    video: str = AUTO,
+    fps: int | float = OFFICIAL_FRAMES_PER_SECOND,
+    last_frame: int | str = 0,
+    max_frames: int = 0,
+    max_side: int = 0,
+    layout: str = OFFICIAL,
+    decoding: str = OFFICIAL,
+    failed: str = DEFAULT_FAILED_POLICY,
+    score: str = PARSED_SCORE,
+    **unknown: Any,
+) -> RunSpec:
+    """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
+    if "jobs" in unknown:
+        raise ValueError(f"roboreward: jobs= is no longer a run-entry argument (it changed no result, but split a "
+                         f"subset's tables): set {JOBS_VARIABLE}=<n> in helm-run's environment instead")
+    if unknown:
+        raise ValueError(f"roboreward: unknown argument(s) {', '.join(sorted(unknown))}; see README's run-entry "
+                         "options table")
+    subset, data, revision, video, failed = str(subset), str(data), str(revision), str(video), str(failed)
+    if video not in VIDEO_MODES:
+        raise ValueError(f"roboreward: video={video!r} is not one of {', '.join(VIDEO_MODES)}")
+    if failed not in FAILED_POLICIES:
+        raise ValueError(f"roboreward: failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
+    layout, decoding, score = str(layout), str(decoding), str(score)
+    if score not in SCORE_MODES:
+        raise ValueError(f"roboreward: score={score!r} is not one of {', '.join(SCORE_MODES)} (official: parsed; "
+                         "expected: expected-score rewards from the answer token's probabilities)")
+    if layout not in LAYOUTS:
+        raise ValueError(f"roboreward: layout={layout!r} is not one of {', '.join(LAYOUTS)} (official: the "
+                         "message layout of each model's official client)")
+    if decoding not in DECODINGS:
+        raise ValueError(f"roboreward: decoding={decoding!r} is not one of {', '.join(DECODINGS)} (official: "
+                         "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the rest)")
+    if data != "hf" and revision != DATASET_REVISION:
+        raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
+    _check_subset_name(subset)
+    _check_subset(subset, data)
+    try:
+        options = FrameOptions(
+            frames_per_second=_number("fps", fps, float),
+            include_last_frame=parse_flag("last_frame", last_frame),
+            max_frames=_number("max_frames", max_frames, int),
+            max_side=_number("max_side", max_side, int),
+        )
+    except ValueError as error:
+        message = str(error)
+        raise ValueError(message if message.startswith("roboreward:") else f"roboreward: {message}") from None
+    base: dict[str, Any] = {"subset": subset}
+    if data != "hf":
+        base["data"] = data
+    if revision != DATASET_REVISION:
+        base["revision"] = revision
+    request = RoutingRequest(video=video, frame_options=options, failed=failed, score=score, layout=layout,
+                             decoding=decoding)
+    prefix = run_name_prefix(base, request, video, None)
+    return RoboRewardRunSpec(
+        name=prefix,
+        scenario_spec=ScenarioSpec(class_name=SCENARIO_CLASS, args=scenario_args(base, video, options)),
+        adapter_spec=_adapter_spec(),
+        metric_specs=metric_specs(failed, score),
+        groups=[subset_group(subset)],
+        routing=dataclasses.replace(request, name_prefix=prefix),
+    )
+
+
+def _adapter_spec() -> AdapterSpec:
+    """Every field set on purpose: HELM's defaults (5 outputs, temperature 1, "Input:" prefixes) are wrong here."""
+    return AdapterSpec(
+        method=ADAPT_GENERATION_MULTIMODAL,
+        global_prefix="",
+        global_suffix="",
+        instructions="",
+        input_prefix="",
+        input_suffix="",
+        output_prefix="",
+        output_suffix="",
+        instance_prefix="",
+        max_train_instances=0,
+        num_outputs=1,
+        num_train_trials=1,
+        num_trials=1,
+        temperature=0.0,
+        max_tokens=DEFAULT_MAX_TOKENS,
+        stop_sequences=[],
+        random=None,
+    )
+
+
+def metric_specs(failed: str = DEFAULT_FAILED_POLICY, score: str = PARSED_SCORE) -> list[MetricSpec]:
+    """The RoboReward metric plus HELM's instance counter."""
+    args: dict[str, Any] = {"failed": failed, **({"score": score} if score != PARSED_SCORE else {})}
+    return [
+        MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args=args),
+        MetricSpec(class_name="helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric", args={}),
+    ]

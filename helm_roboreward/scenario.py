@@ -1,9 +1,203 @@
-"""Stable import path of the scenario class (``run_spec.json``).
+"""The RoboRewardBench HELM scenario: one instance per test row of the chosen subsets.
 
-HELM records ``helm_roboreward.scenario.<class>``; the implementation is :mod:`helm_roboreward.helm_layer.scenario`.
-Suites and configuration written by earlier versions keep working through this module.
+Dataset: ``teetone/RoboReward`` on the Hugging Face hub (CC BY 4.0), test split (2,831
+human-verified rows over 23 robot datasets). Paper: Lee et al., "RoboReward: General-Purpose
+Vision-Language Reward Models for Robotics", arXiv 2601.00675 (2026).
+
+Each instance's input is the rubric prompt with the task filled in, then the video (native mp4)
+or its frames (JPEG). Its single reference is the gold progress score. The media files live
+under the scenario output folder with content-addressed names; the original file name, the
+label and the automated label check never reach a model.
 """
 
-from helm_roboreward.helm_layer.scenario import RoboRewardScenario
+import hashlib
+import json
+import os
 
-__all__ = ["RoboRewardScenario"]
+from helm.benchmark.scenarios.scenario import (
+    CORRECT_TAG,
+    TEST_SPLIT,
+    Input,
+    Instance,
+    Output,
+    Reference,
+    Scenario,
+    ScenarioMetadata,
+)
+from helm.common.hierarchical_logger import hlog
+from helm.common.media_object import MediaObject, MultimediaObject
+
+# Processes that never load entry-point plugins still create this scenario before any client: HELM's Slurm
+# worker (`python -m helm.benchmark.slurm_runner`) registers the built-in and --local-path configuration, then
+# runs each run spec, scenario first. Importing the plugin here registers the package's models and variant twins
+# in such a process too; in helm-run the plugin is already loaded and this is a no-op.
+import helm_roboreward.plugin  # noqa: F401  (registration side effect)
+from helm_roboreward.core.benchmark import DATASET_REVISION, DATASET_URL, PAPER_URL, PROMPT_VERSION
+from helm_roboreward.core.files import write_atomically
+from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.core.record import InstanceRecord
+from helm_roboreward.data.rows import DataError, Rollout, load_rollouts
+from helm_roboreward.data.sources import resolve_data_source
+from helm_roboreward.media.paths import recorded_path
+from helm_roboreward.media.preparation import (
+    PreparedMedia,
+    failures_by_row,
+    prepare_media,
+    rebuilt_summary,
+)
+from helm_roboreward.media.selection import FrameOptions
+from helm_roboreward.routing import FRAMES, NATIVE, VIDEO_MODES
+from helm_roboreward.run_specs import JOBS_VARIABLE
+
+PROVENANCE_PREFIX = "roboreward-data-"
+"""Provenance records (data, requested and resolved revision) are written next to the media."""
+
+EARLIER_ARGUMENTS = ("jobs", "video_request", "layout", "decoding", "score")
+"""Scenario arguments that suites written by earlier versions recorded and that change no instance: accepted so
+those suites still summarize, and ignored."""
+
+
+def worker_count() -> int:
+    """Frame-extraction worker processes: ``ROBOREWARD_JOBS`` when set, else the CPU count.
+
+    Raises:
+        ValueError: ``ROBOREWARD_JOBS`` is not a whole number >= 1.
+    """
+    value = os.environ.get(JOBS_VARIABLE, "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{JOBS_VARIABLE}={value!r}: give a whole number of worker processes >= 1")
+    return int(value)
+
+
+def instance_id(file_name: str) -> str:
+    """A stable, unique id from the row's file name that does not reveal the name (or its label)."""
+    return "rr-" + hashlib.sha256(file_name.encode("utf-8")).hexdigest()[:16]
+
+
+class RoboRewardScenario(Scenario):
+    """RoboRewardBench: score a robot rollout video's end-of-episode progress 1..5 under a rubric."""
+
+    name = "roboreward"
+    description = "Vision-language reward modeling on real robot rollouts (RoboRewardBench, arXiv 2601.00675)."
+    tags = ["vision-language", "video", "robotics", "reward modeling"]
+
+    def __init__(
+        self,
+        subset: str = "all",
+        data: str = "hf",
+        revision: str = DATASET_REVISION,
+        video: str = FRAMES,
+        frames_per_second: float = 1.0,
+        include_last_frame: bool = False,
+        max_frames: int = 0,
+        max_side: int = 0,
+        media_dir: str | None = None,
+        **earlier: object,
+    ) -> None:
+        """Args are what changes the instances (see README's run-entry options); ``video`` is the resolved mode.
+
+        ``media_dir`` overrides where media is stored (tests). :data:`EARLIER_ARGUMENTS` are accepted and
+        ignored (suites written by earlier versions).
+        """
+        super().__init__()
+        unknown = sorted(set(earlier) - set(EARLIER_ARGUMENTS))
+        if unknown:
+            raise ValueError(f"RoboRewardScenario: unknown argument(s) {', '.join(unknown)}")
+        if video not in (FRAMES, NATIVE):
+            raise ValueError(
+                f"video={video!r} reached the scenario unresolved; expected one of {VIDEO_MODES[:2]}. "
+                "video=auto is resolved per model when the run entry names the model (model=<org/name> or "
+                "--models-to-run) and helm-roboreward is installed; or pass video=frames / video=native explicitly."
+            )
+        self.subset = subset
+        self.data = data
+        self.revision = revision
+        self.video = video
+        self.frame_options = FrameOptions(
+            frames_per_second=float(frames_per_second),
+            include_last_frame=bool(include_last_frame),
+            max_frames=int(max_frames),
+            max_side=int(max_side),
+        )
+        self.media_dir = media_dir
+
+    def get_instances(self, output_path: str) -> list[Instance]:
+        """Read the data, prepare the media under ``output_path``, and build one instance per row."""
+        subsets = None if self.subset == "all" else [self.subset]
+        source = resolve_data_source(self.data, self.revision, subsets)
+        rollouts = load_rollouts(source.root, subsets, source.description, source.trusted_root)
+        media_dir = recorded_path(self.media_dir or output_path)
+        report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=worker_count())
+        if report.failures:
+            lines = failures_by_row(rollouts, report)
+            raise DataError(
+                f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
+                f"(the other videos are prepared and cached):\n" + "\n".join(lines)
+            )
+        for line in rebuilt_summary(report):
+            hlog(f"RoboReward: {line}")
+        hlog(
+            f"RoboReward: {len(rollouts)} rows from {source.description} (revision {source.revision}); "
+            f"media in {media_dir}: {len(report.media)} videos, {report.cache_hits} from cache, "
+            f"{report.seconds:.1f} s"
+        )
+        self._write_provenance(output_path, source.revision, rollouts)
+        return [self._instance(rollout, report.media[rollout.video_path], source.revision, len(rollouts))
+                for rollout in rollouts]
+
+    def _instance(self, rollout: Rollout, media: PreparedMedia, revision: str, rows_in_run: int) -> Instance:
+        content = [MediaObject(text=build_prompt(rollout.row.task), content_type="text/plain")]
+        content += [MediaObject(location=path, content_type=media.content_type) for path in media.paths]
+        record = InstanceRecord(
+            subset=rollout.row.subset,
+            task=rollout.row.task,
+            robot=rollout.robot,
+            kind=rollout.kind,
+            episode=rollout.episode,
+            cluster=rollout.cluster,
+            video_sha256=media.video_sha256,
+            video_mode=self.video,
+            num_frames=len(media.frame_indices),
+            frame_indices=tuple(media.frame_indices),
+            media_bytes=media.num_bytes,
+            dataset_revision=revision,
+            source_file=rollout.row.file_name,
+            metadata_line=rollout.row.line,
+            rows_in_run=rows_in_run,  # lets the metric see HELM's -m subsampling
+        )
+        return Instance(
+            input=Input(multimedia_content=MultimediaObject(content)),
+            references=[Reference(Output(text=str(rollout.row.reward)), tags=[CORRECT_TAG])],
+            split=TEST_SPLIT,
+            id=instance_id(rollout.row.file_name),
+            extra_data=record.to_extra_data(),
+        )
+
+    def _write_provenance(self, output_path: str, revision: str, rollouts: list[Rollout]) -> None:
+        os.makedirs(output_path, exist_ok=True)
+        record = {
+            "data": self.data,
+            "requested_revision": self.revision,
+            "resolved_revision": revision,
+            "subset": self.subset,
+            "rows": len(rollouts),
+            "prompt_version": PROMPT_VERSION,
+        }
+        encoded = json.dumps(record, sort_keys=True, indent=2).encode("utf-8")
+        name = f"{PROVENANCE_PREFIX}{hashlib.sha256(encoded).hexdigest()[:12]}.json"
+        write_atomically(os.path.join(output_path, name), encoded)
+
+    def get_metadata(self) -> ScenarioMetadata:
+        """Metadata shown by HELM."""
+        return ScenarioMetadata(
+            name=self.name,
+            display_name="RoboRewardBench",
+            description=(
+                "Vision-language models score real robot rollout videos 1..5 for end-of-episode task progress "
+                f"under a fixed rubric ([paper]({PAPER_URL}), [dataset]({DATASET_URL}))."
+            ),
+            main_metric="abs_error",
+            main_split=TEST_SPLIT,
+        )

@@ -1,8 +1,9 @@
 """The test tree's layout: it mirrors the package, and its modules share code only through ``tests/helpers``.
 
 - Every package folder of ``helm_roboreward`` (a folder with ``__init__.py``) has its test folder at the same
-  relative path under ``tests/``, and every test folder is one of those, ``tests/integration`` (whole-pipeline
-  tests) or ``tests/helpers`` (fakes, harnesses, shared builders); each holds an ``__init__.py`` so every test
+  relative path under ``tests/``, and every test folder is one of those, ``tests/official`` (the
+  protocol-conformance tests of the official path), ``tests/integration`` (whole-pipeline tests of the extras) or
+  ``tests/helpers`` (fakes, harnesses, shared builders); each holds an ``__init__.py`` so every test
   module has a unique dotted name.
 - No module of the test tree imports a test module (``test_*``) or ``conftest``: what tests share lives in
   ``tests/helpers`` (or in fixtures of ``tests/conftest.py``). Imports are read with ``ast``, at any depth
@@ -24,12 +25,10 @@ TESTS = REPO / "tests"
 TOP_LEVEL = {"conftest.py", "__init__.py", "test_layers.py", "test_suite_layout.py"}
 """Modules directly under tests/: the shared fixtures and the tests of the package as a whole."""
 NOT_MIRRORED = {
-    "clients": "the stable import paths of the client classes (re-exports); "
-               "tests/integration/test_before_regroup.py imports every recorded class path",
-    "config": "HELM configuration files (YAML); tested through the registry in tests/helm_layer",
+    "config": "HELM configuration files (YAML); tested through the registry in tests/models",
 }
 """Package folders without a test folder of their own, and why."""
-OWN_FOLDERS = {"helpers", "integration", "fixtures"}
+OWN_FOLDERS = {"helpers", "integration", "fixtures", "official"}
 """Test folders that mirror no package folder."""
 SERVER_MODULES = ("http.server", "socketserver")
 
@@ -127,12 +126,12 @@ def test_every_provider_fake_is_served() -> None:
 @pytest.mark.parametrize("source, expected", [
     ("from tests.helpers.harness import cli", False),
     ("import tests.helpers.fakes.server", False),
-    ("from tests.integration.test_end_to_end import Suite", True),
+    ("from tests.official.test_end_to_end import Suite", True),
     ("from tests.integration import test_end_to_end", True),
     ("import tests.conftest", True),
     ("from ..core.test_prompt import RUBRIC", True),
     ("from . import conftest", True),
-    ("def later():\n    from tests.core.test_prompt import RUBRIC", True),
+    ("def later():\n    from tests.official.test_prompt import RUBRIC", True),
 ])
 def test_the_import_scan_sees_test_imports(source: str, expected: bool) -> None:
     """The scan is not vacuous: it resolves relative imports, names imported from a package and nested imports."""

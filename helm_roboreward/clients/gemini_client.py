@@ -1,10 +1,153 @@
-"""Stable import path of the one-message Gemini client (model deployment YAML).
+"""Gemini with the whole prompt in one user message (layout=one_message; docs/protocol.md, section 3).
 
-HELM records ``helm_roboreward.clients.gemini_client.<class>``; the implementation is
-:mod:`helm_roboreward.helm_layer.clients.gemini_client`. Suites and configuration written by earlier versions keep
-working through this module.
+HELM 0.5.16's ``GoogleGenAIClient`` turns every media object of a multimodal prompt into its own
+user turn, so the RoboReward prompt reaches Gemini as two user messages (the text, then the
+video): that is how every official Gemini number was measured, and the default here. This
+subclass, a named departure, sends the same parts, in the same order, as one user message; everything
+else (API key or Vertex AI settings, thinking config, safety handling, parsing of the answer and of
+the thoughts) is HELM's client.
+
+Its answers are cached apart from HELM's client (a ``-one-message`` cache next to ``google``'s):
+the cache key holds the prompt and the model, not the message layout, so sharing the cache would
+hand out answers to the other layout.
+
+A reply the client cannot turn into completions (a 200 body that is not JSON, e.g. truncated or ``text/plain``;
+``{}`` or no candidates without a block reason; a candidate without content; a part whose text is not text) is ONE
+failed request (non-fatal, non-retriable: the metric counts it in ``failed_request``, the run goes on) and is
+never cached, so a rerun sends the request again. HELM's own client retries such a reply for about 150 s and then
+fails the whole run (or, for ``{}``, caches it and fails the row on every rerun); this subclass checks each reply
+before HELM's cache stores it (:class:`CheckedCache`) and turns the rejection into the failed request
+(:meth:`OneMessageGoogleGenAIClient.make_request`). A prompt or candidate Gemini reports as blocked stays HELM's
+"Content blocked" failure.
+
+The package registers a twin of every HELM Gemini deployment using this client
+(:func:`helm_roboreward.models.registry.register_variant_twins`); ``roboreward`` runs use it only when
+the run entry says ``layout=one_message`` or names the twin (``model_deployment=google/<model>-one-message``).
 """
 
-from helm_roboreward.helm_layer.clients.gemini_client import OneMessageGoogleGenAIClient
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
 
-__all__ = ["OneMessageGoogleGenAIClient"]
+from google.genai.types import Content, GenerateContentResponse
+from helm.clients.google_genai_client import GoogleGenAIClient, GoogleGenAIContentBlockedError
+from helm.common.cache import Cache, CacheConfig, MongoCacheConfig, SqliteCacheConfig
+from helm.common.request import ErrorFlags, Request, RequestResult
+
+from helm_roboreward.clients.chat_reply import UnusableReplyError
+
+CACHE_SUFFIX = "-one-message"
+_TIMES = ("request_time", "request_datetime")
+
+
+def separate_cache_config(cache_config: CacheConfig) -> CacheConfig:
+    """The same kind of cache as ``cache_config``, under another file or collection name."""
+    if isinstance(cache_config, SqliteCacheConfig):
+        path = cache_config.path
+        stem, dot, extension = path.rpartition(".")
+        return SqliteCacheConfig(f"{stem}{CACHE_SUFFIX}.{extension}" if dot else path + CACHE_SUFFIX)
+    if isinstance(cache_config, MongoCacheConfig):
+        return dataclasses.replace(cache_config, collection_name=cache_config.collection_name + CACHE_SUFFIX)
+    return cache_config  # no cache at all (black hole): nothing to keep apart
+
+
+def merge_turns(contents: list[Content]) -> list[Content]:
+    """Consecutive contents of the same role joined into one, parts in order."""
+    merged: list[Content] = []
+    for content in contents:
+        if merged and merged[-1].role == content.role:
+            merged[-1] = Content(role=content.role, parts=list(merged[-1].parts or []) + list(content.parts or []))
+        else:
+            merged.append(content)
+    return merged
+
+
+class CheckedCache(Cache):
+    """HELM's request cache that never stores (nor serves) a reply ``problem`` rejects: it raises instead.
+
+    Args:
+        config: HELM's cache configuration.
+        problem: Why a response (as HELM would cache it) is unusable, or None.
+    """
+
+    def __init__(self, config: CacheConfig, problem: Callable[[Mapping[str, Any]], str | None]) -> None:
+        super().__init__(config)
+        self.problem = problem
+
+    def get(self, request: Mapping[str, Any], compute: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+        """HELM's ``Cache.get``; raises :class:`UnusableReplyError` before an unusable reply is written or used."""
+
+        def checked() -> dict[str, Any]:
+            try:
+                response = compute()
+            except ValueError as error:  # the SDK could not read the reply: not JSON, or a field of the wrong type
+                raise UnusableReplyError(f"the server's reply cannot be read ({type(error).__name__}: "
+                                         f"{str(error)[:300]})") from error
+            problem = self.problem(response)
+            if problem is not None:
+                raise UnusableReplyError(f"the server's reply is unusable: {problem}")
+            return response
+
+        response, cached = super().get(request, checked)
+        problem = self.problem(response) if cached else None
+        if problem is not None:  # written before replies were checked
+            raise UnusableReplyError(f"the cached reply is unusable: {problem}; it was cached before replies were "
+                                     f"checked: remove the cache ({self.config}) to send the request again")
+        return response, cached
+
+
+class OneMessageGoogleGenAIClient(GoogleGenAIClient):
+    """HELM's Gemini client, sending a multimodal prompt as one user message."""
+
+    def __init__(
+        self,
+        cache_config: CacheConfig,
+        api_key: str | None = None,
+        project_id: str | None = None,
+        location: str | None = None,
+        thinking_config: dict[str, Any] | None = None,
+        genai_model: str | None = None,
+        genai_use_vertexai: bool | None = None,
+    ) -> None:
+        # The explicit signature matters: HELM injects api_key, project_id and location by parameter name.
+        super().__init__(
+            cache_config=cache_config,
+            api_key=api_key,
+            project_id=project_id,
+            location=location,
+            thinking_config=thinking_config,
+            genai_model=genai_model,
+            genai_use_vertexai=genai_use_vertexai,
+        )
+        self.cache = CheckedCache(separate_cache_config(cache_config), self.reply_problem) \
+            if cache_config is not None else None
+
+    def reply_problem(self, response: Mapping[str, Any]) -> str | None:
+        """Why a response (as HELM caches it) cannot become completions; None when usable or reported as blocked."""
+        try:
+            parsed = GenerateContentResponse.model_validate({k: v for k, v in response.items() if k not in _TIMES})
+        except ValueError as error:
+            return f"not a GenerateContentResponse ({str(error)[:300]})"
+        if not parsed.candidates and not (parsed.prompt_feedback and parsed.prompt_feedback.block_reason):
+            return "no candidates, and no prompt_feedback block reason"
+        try:
+            self._convert_generate_content_response_to_generated_outputs(parsed)
+        except GoogleGenAIContentBlockedError:
+            return None  # HELM's "Content blocked" failure
+        except (AssertionError, AttributeError, TypeError, ValueError) as error:  # HELM asserts content and role
+            detail = f": {error}" if str(error) else ""
+            return f"a candidate cannot be read ({type(error).__name__}{detail}): no content, or not the model's"
+        return None
+
+    def make_request(self, request: Request) -> RequestResult:
+        """HELM's request; an unusable reply is one failed request (non-fatal, non-retriable), never cached."""
+        try:
+            return super().make_request(request)
+        except UnusableReplyError as error:
+            return RequestResult(success=False, cached=False, error=f"{error}; not cached, a rerun sends the request "
+                                 "again", completions=[], embedding=[],
+                                 error_flags=ErrorFlags(is_retriable=False, is_fatal=False))
+
+    def _convert_request_to_contents(self, request: Request) -> list[Content]:
+        contents = super()._convert_request_to_contents(request)
+        return merge_turns(contents) if request.multimodal_prompt is not None else contents

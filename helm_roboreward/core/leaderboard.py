@@ -4,7 +4,7 @@ Source: the benchmark's leaderboard (HELM project ``robo-reward-bench``, release
 https://crfm.stanford.edu/helm/robo-reward-bench/v0.0.1/#/leaderboard), read 2026-11-12. Names are HELM model
 names (this package registers the ones HELM 0.5.16 does not ship). ``roboreward models --group leaderboard
 --names`` prints these models for HELM's ``--models-to-run`` (minus retired ones, see
-:mod:`helm_roboreward.helm_layer.model_lifecycle`); ``run_specs/roboreward.conf`` lists them per subset.
+:mod:`helm_roboreward.models.lifecycle`); ``run_specs/roboreward.conf`` lists them per subset.
 """
 
 from dataclasses import dataclass

@@ -39,7 +39,7 @@ def _conf(comment: Sequence[str], descriptions: Sequence[str]) -> str:
 
 def leaderboard_conf() -> str:
     """The run entries of the official leaderboard: one per subset and published model still served."""
-    from helm_roboreward.helm_layer.model_lifecycle import RETIRED_MODELS  # HELM-free: the retirement table
+    from helm_roboreward.models.lifecycle import RETIRED_MODELS  # HELM-free: the retirement table
 
     retired = [model for model in LEADERBOARD_MODELS if model in RETIRED_MODELS]
     left_out = ", ".join(f"{model} (retired; successor {RETIRED_MODELS[model].successor})" for model in retired)

@@ -54,7 +54,7 @@ ALL_SUBSETS_GROUP = subset_group("all")
 CATEGORY = "RoboRewardBench"
 HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown", REWARD_MODEL, EXPECTED, PEER]
 """The leaderboard shows one MAE column per subset; per-subset details live on each subset's page, and the
-summarizer (``helm_roboreward.helm_layer.summarizer``) adds the robot, kind, failure-mode and cost tables."""
+summarizer (``helm_roboreward.summarizer``) adds the robot, kind, failure-mode and cost tables."""
 
 
 def _metric(definition: StatDefinition) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 Who applies them: ``roboreward estimate`` (every planned row, before anything is sent; tests/presentation) and this
 package's video client for vLLM, which never sends a request over its deployment's declared limits (that row
-fails alone; tests/helm_layer/clients). A HELM client takes no declared limits: routing refuses them
-(tests/helm_layer/test_routing.py).
+fails alone; tests/clients). A HELM client takes no declared limits: routing refuses them
+(tests/official/test_routing.py).
 """
 
 import pytest

@@ -26,9 +26,9 @@ from helm_roboreward.data.rows import (
     select_rows,
 )
 from helm_roboreward.data.sources import DataSource, resolve_data_source, sample_root
-from helm_roboreward.helm_layer.scenario import instance_id
 from helm_roboreward.media.decoding import file_digest, probe_video
 from helm_roboreward.media.selection import select_frame_indices
+from helm_roboreward.scenario import instance_id
 from tests.helpers.sample import distinct_videos, documented_counts, kind_of, rows_of, sample_rows, sample_subsets
 
 UUID = "05748fab-fd34-5995-8e0d-14a2941b3ca5"

@@ -5,7 +5,7 @@ then (``plugin``) loads the ``helm`` entry points exactly as ``helm-run`` does (
 ``load_entry_point_plugins``), then prints one JSON object: every entry's run specs (as HELM serializes them to
 ``run_spec.json``), HELM's run expander classes, and for every model HELM ships its metadata and default deployment,
 and for every deployment HELM ships its client settings. A ``stock`` and a ``plugin`` snapshot must be equal on
-everything HELM ships (tests/helm_layer/test_good_guest.py).
+everything HELM ships (tests/official/test_good_guest.py).
 """
 
 import dataclasses

@@ -708,7 +708,7 @@ def test_bad_model_output_huge_number(model_output_runs: dict[str, ModelOutputRu
 # --------------------------------------------------------------------------------------------- the catalogue
 
 
-RUN_NAMES = "tests/helm_layer/test_run_names.py"
+RUN_NAMES = "tests/official/test_run_names.py"
 MISSING_MEDIA = "tests/integration/test_missing_media.py"
 LOCAL_SUBSETS = "tests/integration/test_local_subsets.py"
 PATH_SAFETY = "tests/integration/test_path_safety.py"

@@ -37,7 +37,7 @@ import yaml
 from helm.common.cache import SqliteCacheConfig
 from helm.common.request import Request
 
-from helm_roboreward.helm_layer.clients.gemini_client import OneMessageGoogleGenAIClient
+from helm_roboreward.clients.gemini_client import OneMessageGoogleGenAIClient
 from tests.helpers.fakes import GEMINI, FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.fakes.server import RawReply, malformed
 from tests.helpers.harness import (

@@ -8,8 +8,8 @@ import sys
 
 from helm_roboreward import cli
 from helm_roboreward.data.sources import sample_root
-from helm_roboreward.helm_layer.scenario import RoboRewardScenario
 from helm_roboreward.media import decoding as extraction
+from helm_roboreward.scenario import RoboRewardScenario
 from tests.helpers.sample import distinct_videos, rows_of, sample_rows
 from tests.helpers.unwritable import unwritable
 

@@ -16,7 +16,7 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import TEST_SPLIT, Input, Instance, Output, Reference
 
 from helm_roboreward.core.benchmark import OFFICIAL_SUBSETS
-from helm_roboreward.helm_layer.metrics import RoboRewardMetric
+from helm_roboreward.metrics import RoboRewardMetric
 from helm_roboreward.presentation.report.analysis import Settings, analyse
 from helm_roboreward.presentation.report.csv_tables import LEADERBOARD_FILE
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from helm_roboreward import cli
-from helm_roboreward.helm_layer.scenario import instance_id
+from helm_roboreward.scenario import instance_id
 from tests.helpers.harness import PROD_ENV, TIMEOUT, check_completed, helm_environment, helm_summarize_command
 from tests.helpers.harness import cli as console_script
 from tests.helpers.sample import constant_mae, rows_of, sample_rows, subset_of
@@ -300,7 +300,7 @@ def test_a_run_folder_deleted_since_the_last_summarize_is_named(copy_suite: Call
 
 
 KEPT_WHEN_ALL_FAILED = {"failed_request", "num_frames", "media_bytes", "num_instances", "eval_coverage"}
-"""What a failed=skip run whose every request failed records (tests/helm_layer/test_metrics.py)."""
+"""What a failed=skip run whose every request failed records (tests/official/test_metrics.py)."""
 
 
 def every_request_failed(run: Path) -> None:
