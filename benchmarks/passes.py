@@ -31,7 +31,7 @@ from helm_roboreward.media.decoding import (
 )
 from helm_roboreward.media.frame_cache import frames_directory, frames_key, read_manifest
 from helm_roboreward.media.preparation import PreparationReport, prepare_media
-from helm_roboreward.media.selection import FrameOptions, select_frame_indices
+from helm_roboreward.protocol import FrameOptions, select_frame_indices
 
 OPTIONS = FrameOptions()
 """The official rule: 1 frame per second from frame 0, native size, JPEG quality 95."""

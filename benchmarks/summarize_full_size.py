@@ -26,7 +26,7 @@ from pathlib import Path
 
 from warm_leaderboard import build_copy
 
-from helm_roboreward.core.benchmark import OFFICIAL_SUBSETS
+from helm_roboreward.protocol import OFFICIAL_SUBSETS
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -11,10 +11,17 @@ add-model, estimate), ``presentation`` (schema, report, export), ``robot_data`` 
 The public surface here is small and import-light (no HELM).
 """
 
-from helm_roboreward.core.benchmark import DATASET_ID, DATASET_REVISION, OFFICIAL_SUBSETS, PROMPT_VERSION
-from helm_roboreward.core.prompt import build_prompt
-from helm_roboreward.core.scoring import parse_progress_score, score_prediction
-from helm_roboreward.media.selection import FrameOptions, select_frame_indices
+from helm_roboreward.protocol import (
+    DATASET_ID,
+    DATASET_REVISION,
+    OFFICIAL_SUBSETS,
+    PROMPT_VERSION,
+    FrameOptions,
+    build_prompt,
+    parse_progress_score,
+    score_prediction,
+    select_frame_indices,
+)
 
 __version__ = "0.1.0"
 

@@ -12,10 +12,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from helm_roboreward.core.benchmark import DATASET_REVISION
-from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
 from helm_roboreward.presentation.estimate import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
 from helm_roboreward.presentation.report.command import add_report_options, run_report
+from helm_roboreward.protocol import DATASET_REVISION, OFFICIAL_FRAMES_PER_SECOND, FrameOptions
 
 SCENARIO_NAME = "roboreward"
 EXIT_FAILURES = 1
@@ -236,7 +235,6 @@ def add_model_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
 
 def _estimate(args: argparse.Namespace) -> int:
     from helm_roboreward.core.files import write_atomically
-    from helm_roboreward.core.prompt import build_prompt
     from helm_roboreward.data.rows import load_rollouts
     from helm_roboreward.data.sources import resolve_data_source
     from helm_roboreward.models.estimate_plans import plan_models
@@ -252,6 +250,7 @@ def _estimate(args: argparse.Namespace) -> int:
     from helm_roboreward.presentation.estimate_media import FramesPlan, ModelPlan, VideoFacts, frames_plan, video_facts
     from helm_roboreward.presentation.prices import price_of, read_prices
     from helm_roboreward.presentation.tables import csv_text, format_text_table
+    from helm_roboreward.protocol import build_prompt
 
     if args.output_tokens < 0 or args.reasoning_output_tokens < 0:
         raise ValueError("--output-tokens and --reasoning-output-tokens must be >= 0")

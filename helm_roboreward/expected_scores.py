@@ -18,7 +18,6 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
-from helm_roboreward.core.benchmark import MAX_SCORE
 from helm_roboreward.core.calibration import calibration_error
 from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering
 from helm_roboreward.core.record import InstanceRecord
@@ -28,6 +27,7 @@ from helm_roboreward.core.score_probabilities import (
     score_distribution,
     success_probability,
 )
+from helm_roboreward.protocol import MAX_SCORE
 
 EXPECTED_SUFFIX = "_expected"
 ORDERING_ON_EXPECTED = ("preference_accuracy", "ladder_accuracy", "ladder_tau_b", "clip_accuracy", "success_auroc",

@@ -38,26 +38,22 @@ from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward import expected_scores
-from helm_roboreward.core.benchmark import MAX_SCORE
 from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering, total_counts
 from helm_roboreward.core.peer_metrics import GOLD_LABELS, within_one
 from helm_roboreward.core.record import InstanceRecord
-from helm_roboreward.core.scoring import ScoredPrediction, maximum_error_score, score_prediction
 from helm_roboreward.core.stats import STATS, gold_prediction, gold_prediction_rows, kind_mae, robot_mae, subset_mae
-
-MAX_ERROR_FAILED = "max_error"
-"""Official: a failed request is charged the maximum error (4.0), as the official run did."""
-SKIP_FAILED = "skip"
-"""Departure: failed requests leave every mean."""
-FAILED_POLICIES = (MAX_ERROR_FAILED, SKIP_FAILED)
-DEFAULT_FAILED_POLICY = MAX_ERROR_FAILED
-
-PARSED_SCORE = "parsed"
-"""Official: the reward is the parsed score."""
-EXPECTED_SCORE = "expected"
-"""``score=expected``: also the expected score over the answer token's 1..5 probabilities, where recorded."""
-SCORE_MODES = (PARSED_SCORE, EXPECTED_SCORE)
-
+from helm_roboreward.protocol import (
+    EXPECTED,
+    FAILED_POLICIES,
+    MAX_ERROR,
+    MAX_SCORE,
+    PARSED,
+    SCORE_MODES,
+    SKIP,
+    ScoredPrediction,
+    maximum_error_score,
+    score_prediction,
+)
 
 
 def gold_score(instance: Instance) -> int:
@@ -163,7 +159,7 @@ def ordering_stats(per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]
 class RoboRewardMetric(Metric):
     """Absolute error of the parsed progress score, with breakdowns and the macro MAE over subsets."""
 
-    def __init__(self, failed: str = DEFAULT_FAILED_POLICY, score: str = PARSED_SCORE) -> None:
+    def __init__(self, failed: str = MAX_ERROR, score: str = PARSED) -> None:
         """The metric of one run.
 
         Args:
@@ -191,12 +187,12 @@ class RoboRewardMetric(Metric):
         text = completion_text(request_state)
         stats = [Stat(MetricName("failed_request")).add(1.0 if text is None else 0.0)] + media_stats(record)
         stats += usage_stats(request_state)
-        if text is None and self.failed == SKIP_FAILED:
+        if text is None and self.failed == SKIP:
             return stats
         # A failed request costs the worst possible answer (official), but it is not an invalid output: none came.
         scored = maximum_error_score(gold, invalid_output=False) if text is None else score_prediction(text, gold)
         stats += instance_stats(scored, record, answered=text is not None)
-        if self.score == EXPECTED_SCORE:
+        if self.score == EXPECTED:
             stats += expected_scores.instance_stats(request_state, gold)
         return stats
 
@@ -204,14 +200,14 @@ class RoboRewardMetric(Metric):
         """The macro MAE and the reward-model statistics (macro over the run's subsets)."""
         counted = self._counted(per_instance_stats)
         derived = self._macro_mae(per_instance_stats) + self._row_counts(per_instance_stats) + ordering_stats(counted)
-        if self.score == EXPECTED_SCORE:
+        if self.score == EXPECTED:
             gold_of = {instance: float(gold_score(instance)) for instance in counted}
             derived += expected_scores.run_stats(counted, gold_of)
         return derived
 
     def _counted(self, per_instance_stats: dict[Instance, list[Stat]]) -> dict[Instance, list[Stat]]:
         """The rows the statistics count: under ``failed=skip`` not the failed requests (officially: every row)."""
-        if self.failed != SKIP_FAILED:
+        if self.failed != SKIP:
             return per_instance_stats
         return {instance: stats for instance, stats in per_instance_stats.items()
                 if not any(stat.name.name == "failed_request" and stat.sum > 0 for stat in stats)}

@@ -3,17 +3,9 @@
 Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,video=<auto|frames|native>,
 fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,layout=<official|one_message>,
 decoding=<official|greedy>,score=<parsed|expected>,failed=<max_error|skip>`` with ``model=<org/name>`` (HELM's own
-model expander; ``model_deployment=`` picks a deployment), or without ``model=`` and with HELM's ``--models-to-run``
-(``roboreward models --group leaderboard|all|baselines --names`` prints a group). The run spec is a
-:class:`RoboRewardRunSpec`, which routes itself officially (:func:`helm_roboreward.routing.route`)
-whenever HELM sets its model: HELM's run spec ``__post_init__`` already normalizes every run spec it builds, and
-HELM's expanders copy run specs with ``dataclasses.replace``, which runs it again. HELM's own expanders stay as HELM
-ships them, and none is added.
-
-Every argument that changes results appears in the run name when it is not the default (frame options for
-frames runs only; ``layout``/``decoding`` where the deployment serves them), exactly: numbers by
-:func:`helm_roboreward.media.selection.exact_number`, the revision percent-encoded, a local data folder as its
-name and a hash of its absolute path (:func:`helm_roboreward.routing.data_label`).
+expander), or without ``model=`` and with HELM's ``--models-to-run``. The run spec routes itself
+(:func:`helm_roboreward.routing.route`) when HELM sets its model, and only then: HELM's expanders copy run specs
+with ``dataclasses.replace``, and a copy whose model and deployment are already routed is left as it is.
 """
 
 import dataclasses
@@ -24,30 +16,35 @@ from helm.benchmark.metrics.metric import MetricSpec
 from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
-from helm_roboreward.core.benchmark import (
+from helm_roboreward.protocol import (
     ALL_KNOWN_SUBSETS,
+    AUTO,
     DATASET_REVISION,
+    DECODINGS,
+    DEFAULT_MAX_TOKENS,
+    FAILED_POLICIES,
+    LAYOUTS,
+    MAX_ERROR,
+    OFFICIAL,
+    OFFICIAL_FRAMES_PER_SECOND,
+    PARSED,
     SAMPLE_SUBSET_IDS,
     SCENARIO_CLASS,
+    SCORE_MODES,
+    VIDEO_MODES,
+    FrameOptions,
     subset_group,
 )
-from helm_roboreward.media.selection import OFFICIAL_FRAMES_PER_SECOND, FrameOptions
-from helm_roboreward.metrics import DEFAULT_FAILED_POLICY, FAILED_POLICIES, PARSED_SCORE, SCORE_MODES
-from helm_roboreward.models.registry import DECODINGS, LAYOUTS, OFFICIAL
 from helm_roboreward.routing import (
-    AUTO,
     RUN_SPEC_NAME,
-    VIDEO_MODES,
     RoutingRequest,
     data_label,
+    new_request,
     revision_label,
     route,
     run_name_prefix,
     scenario_args,
 )
-
-DEFAULT_MAX_TOKENS = 5000
-"""docs/protocol.md, section 5; OpenAI and Gemini models get 60,000 more (see routing)."""
 
 JOBS_VARIABLE = "ROBOREWARD_JOBS"
 """Environment variable: worker processes for frame extraction (default: the CPU count). It changes no result."""
@@ -99,32 +96,25 @@ def _check_subset(subset: str, data: str) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class RoboRewardRunSpec(RunSpec):
-    """A ``roboreward`` run spec: it routes itself officially whenever HELM sets (or copies) its model.
-
-    HELM's run spec ``__post_init__`` normalizes the name of every run spec it builds; this one also applies
-    :func:`helm_roboreward.routing.route` once the adapter spec names a model, so the deployment, video
-    mode, token allowance and run name follow the model. HELM's own expanders (``model``, ``model_deployment``)
-    stay as HELM ships them. ``run_spec.json`` gains the ``routing`` field (what the entry asked for); HELM reads
-    such files back as plain run specs.
-    """
+    """A ``roboreward`` run spec: routed officially once HELM has set (or changed) its model or deployment."""
 
     routing: RoutingRequest | None = None
-    """What the entry asked for that depends on the model (None: route nothing)."""
+    """What the entry asked for that depends on the model, and what it was routed to (None: route nothing)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.routing is None or not self.adapter_spec.model:
-            return
         adapter = self.adapter_spec
-        name, args, routing, deployment, max_tokens = route(
-            self.name, dict(self.scenario_spec.args), self.routing, adapter.model, adapter.model_deployment or "",
-            adapter.max_tokens)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "scenario_spec", dataclasses.replace(self.scenario_spec, args=args))
-        object.__setattr__(self, "routing", routing)
-        if deployment != adapter.model_deployment or max_tokens != adapter.max_tokens:
-            object.__setattr__(self, "adapter_spec", dataclasses.replace(adapter, model_deployment=deployment,
-                                                                          max_tokens=max_tokens))
+        if self.routing is None or not adapter.model or (
+                (self.routing.model, self.routing.deployment) == (adapter.model, adapter.model_deployment)):
+            return
+        routed = route(self.routing, self.name, dict(self.scenario_spec.args), adapter.model,
+                       adapter.model_deployment or "", adapter.max_tokens)
+        # HELM's own RunSpec normalizes its name here too: a frozen dataclass can only be settled in __post_init__.
+        object.__setattr__(self, "name", routed.name)
+        object.__setattr__(self, "scenario_spec", dataclasses.replace(self.scenario_spec, args=routed.scenario_args))
+        object.__setattr__(self, "adapter_spec", dataclasses.replace(adapter, model_deployment=routed.deployment,
+                                                                      max_tokens=routed.max_tokens))
+        object.__setattr__(self, "routing", routed.request)
 
 
 @run_spec_function(RUN_SPEC_NAME)
@@ -139,8 +129,8 @@ def get_roboreward_spec(
     max_side: int = 0,
     layout: str = OFFICIAL,
     decoding: str = OFFICIAL,
-    failed: str = DEFAULT_FAILED_POLICY,
-    score: str = PARSED_SCORE,
+    failed: str = MAX_ERROR,
+    score: str = PARSED,
     **unknown: Any,
 ) -> RunSpec:
     """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
@@ -184,8 +174,8 @@ def get_roboreward_spec(
         base["data"] = data
     if revision != DATASET_REVISION:
         base["revision"] = revision
-    request = RoutingRequest(video=video, frame_options=options, failed=failed, score=score, layout=layout,
-                             decoding=decoding)
+    request = new_request(video=video, frame_options=options, failed=failed, score=score, layout=layout,
+                          decoding=decoding)
     prefix = run_name_prefix(base, request, video, None)
     return RoboRewardRunSpec(
         name=prefix,
@@ -220,9 +210,9 @@ def _adapter_spec() -> AdapterSpec:
     )
 
 
-def metric_specs(failed: str = DEFAULT_FAILED_POLICY, score: str = PARSED_SCORE) -> list[MetricSpec]:
+def metric_specs(failed: str = MAX_ERROR, score: str = PARSED) -> list[MetricSpec]:
     """The RoboReward metric plus HELM's instance counter."""
-    args: dict[str, Any] = {"failed": failed, **({"score": score} if score != PARSED_SCORE else {})}
+    args: dict[str, Any] = {"failed": failed, **({"score": score} if score != PARSED else {})}
     return [
         MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args=args),
         MetricSpec(class_name="helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric", args={}),

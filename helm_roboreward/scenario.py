@@ -32,9 +32,7 @@ from helm.common.media_object import MediaObject, MultimediaObject
 # runs each run spec, scenario first. Importing the plugin here registers the package's models and variant twins
 # in such a process too; in helm-run the plugin is already loaded and this is a no-op.
 import helm_roboreward.plugin  # noqa: F401  (registration side effect)
-from helm_roboreward.core.benchmark import DATASET_REVISION, DATASET_URL, PAPER_URL, PROMPT_VERSION
 from helm_roboreward.core.files import write_atomically
-from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.data.rows import DataError, Rollout, load_rollouts
 from helm_roboreward.data.sources import resolve_data_source
@@ -45,8 +43,17 @@ from helm_roboreward.media.preparation import (
     prepare_media,
     rebuilt_summary,
 )
-from helm_roboreward.media.selection import FrameOptions
-from helm_roboreward.routing import FRAMES, NATIVE, VIDEO_MODES
+from helm_roboreward.protocol import (
+    DATASET_REVISION,
+    DATASET_URL,
+    FRAMES,
+    NATIVE,
+    PAPER_URL,
+    PROMPT_VERSION,
+    VIDEO_MODES,
+    FrameOptions,
+    build_prompt,
+)
 from helm_roboreward.run_specs import JOBS_VARIABLE
 
 PROVENANCE_PREFIX = "roboreward-data-"

@@ -46,7 +46,6 @@ from helm.benchmark.presentation.summarize import (
 from helm.benchmark.presentation.table import Cell, HeaderCell, Table
 from helm.common.hierarchical_logger import hwarn
 
-from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE, subset_info
 from helm_roboreward.core.stats import (
     COST,
     EXPECTED,
@@ -62,8 +61,8 @@ from helm_roboreward.core.stats import (
 )
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.media.paths import media_objects
-from helm_roboreward.media.selection import FrameOptions
-from helm_roboreward.routing import FRAME_FIELDS, data_label, revision_label
+from helm_roboreward.protocol import FRAME_FIELDS, MAX_SCORE, MIN_SCORE, FrameOptions, subset_info
+from helm_roboreward.routing import data_label, revision_label
 
 LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample")
 MEAN_HEADER = "Mean score"

@@ -43,7 +43,7 @@ def helm_modules_after_importing(module: str) -> list[str]:
 
 def test_every_layer_module_is_found() -> None:
     modules = helm_free_modules()
-    assert "helm_roboreward.core.scoring" in modules and "helm_roboreward.media.preparation" in modules
+    assert "helm_roboreward.core.stats" in modules and "helm_roboreward.media.preparation" in modules
     assert "helm_roboreward.presentation.report.loading" in modules and len(modules) > 25
 
 

@@ -19,7 +19,7 @@ from helm.common.cache import CacheConfig
 from helm.common.media_object import TEXT_TYPE
 from helm.common.request import GeneratedOutput, Request, RequestResult, Token, wrap_request_time
 
-from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE
+from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
 
 
 def request_fingerprint(request: Request) -> str:

@@ -108,7 +108,6 @@ from helm_roboreward.clients.chat_reply import (
 from helm_roboreward.clients.openai_sdk import shared_openai_client
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.core.request_limits import (
-    DECLARED_LIMIT_ARGS,
     PlannedRequest,
     RequestLimits,
     declared_limits,
@@ -117,13 +116,10 @@ from helm_roboreward.core.request_limits import (
     request_bytes,
 )
 from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS
+from helm_roboreward.protocol import CLIENT_DECODINGS, DECLARED_LIMIT_ARGS, GREEDY, REQUEST
 
 DATA_URL = "data_url"
 FILE_URL = "file_url"
-REQUEST_DECODING = "request"
-CHECKPOINT_DECODING = "checkpoint"
-GREEDY_DECODING = "greedy"
-DECODINGS = (REQUEST_DECODING, CHECKPOINT_DECODING, GREEDY_DECODING)
 DEFAULT_TIMEOUT_SECONDS = 300.0
 """Seconds one attempt waits for its answer (the protocol's 5,000 tokens at about 17 tokens/s)."""
 DEFAULT_MAX_RETRIES = 2
@@ -230,7 +226,7 @@ class OpenAIVideoClient(CachingClient):
         video_num_frames: int | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        decoding: str = REQUEST_DECODING,
+        decoding: str = REQUEST,
         top_logprobs: int = 0,
         max_images_per_prompt: int | None = None,
         max_videos_per_prompt: int | None = None,
@@ -241,8 +237,8 @@ class OpenAIVideoClient(CachingClient):
         if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0:
             raise ValueError(f"top_logprobs must be a whole number >= 0 (0: no log-probabilities), "
                              f"got {top_logprobs!r}")
-        if decoding not in DECODINGS:
-            raise ValueError(f"decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
+        if decoding not in CLIENT_DECODINGS:
+            raise ValueError(f"decoding must be one of {', '.join(CLIENT_DECODINGS)}, got {decoding!r}")
         if video_transport not in (DATA_URL, FILE_URL):
             raise ValueError(f"video_transport must be {DATA_URL!r} or {FILE_URL!r}, got {video_transport!r}")
         if not base_url:
@@ -316,9 +312,9 @@ class OpenAIVideoClient(CachingClient):
             "max_tokens": request.max_tokens,
             "n": request.num_completions,
         }
-        if self.decoding == REQUEST_DECODING:
+        if self.decoding == REQUEST:
             fields["temperature"] = request.temperature
-        elif self.decoding == GREEDY_DECODING:
+        elif self.decoding == GREEDY:
             fields["temperature"] = 0.0
         if request.stop_sequences:
             fields["stop"] = list(request.stop_sequences)

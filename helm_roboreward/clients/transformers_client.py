@@ -140,9 +140,8 @@ from helm_roboreward.clients.video_decoders import (
     decode_videos_with_pyav,
 )
 from helm_roboreward.core.files import file_digest
+from helm_roboreward.protocol import CHECKPOINT, GREEDY
 
-CHECKPOINT = "checkpoint"
-GREEDY = "greedy"
 DECODING_MODES = (CHECKPOINT, GREEDY)
 
 MODEL_CLASSES: dict[str, str] = {

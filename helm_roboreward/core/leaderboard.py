@@ -9,7 +9,7 @@ names (this package registers the ones HELM 0.5.16 does not ship). ``roboreward 
 
 from dataclasses import dataclass
 
-from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS
+from helm_roboreward.protocol import OFFICIAL_SUBSET_IDS
 
 
 @dataclass(frozen=True)

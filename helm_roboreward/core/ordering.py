@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from scipy.stats import kendalltau, rankdata
 
-from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE
+from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
 
 SUCCESS_THRESHOLD = MAX_SCORE - 0.5
 """An expected (continuous) score at or above this says "success"; a parsed score says it only when it is 5."""

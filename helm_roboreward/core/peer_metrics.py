@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE
+from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
 
 GOLD_LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
 WITHIN = 1.0

@@ -34,6 +34,8 @@ a request's size counts each file at 4/3 of its bytes (:func:`base64_length`).
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from helm_roboreward.protocol import DECLARED_LIMIT_ARGS
+
 MEGABYTE = 1_000_000
 """Providers write limits in MB; counted as 10^6 bytes (the stricter reading of MB versus MiB)."""
 SHOWN_ROWS = 10
@@ -187,16 +189,6 @@ ANTHROPIC_MAX_REQUEST_BYTES = 32 * MEGABYTE
 OPENAI_MAX_IMAGES = 500
 OPENAI_MAX_REQUEST_BYTES = 50 * MEGABYTE
 GEMINI_MAX_INLINE_BYTES = 100 * MEGABYTE
-
-DECLARED_LIMIT_ARGS = {
-    "max_images_per_prompt": "max_images",
-    "max_videos_per_prompt": "max_videos",
-    "max_request_bytes": "max_request_bytes",
-}
-"""Client arguments a deployment of this package's video client may give to declare its server's per-request
-limits (media counts as vLLM's ``--limit-mm-per-prompt``, body bytes as a proxy's limit) -> the
-:class:`RequestLimits` field each sets. Each is >= 1; absent means no limit (:func:`declared_limits`)."""
-
 
 def documented_limits(client_class: str, client_args: Mapping[str, object],
                       max_sequence_length: int | None = None) -> RequestLimits:

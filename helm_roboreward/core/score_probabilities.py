@@ -7,7 +7,7 @@ holds a decimal digit: ``{"offset": <where the token's text starts in the answer
 position, the chosen token included). :func:`score_distribution` reads it the way the official rule reads
 the answer:
 
-1. the number the official parse rule reads (``helm_roboreward.core.scoring``: the first
+1. the number the official parse rule reads (``helm_roboreward.protocol``: the first
    ``ANSWER: <number>`` of the stripped text, else a leading number), located by the same two regular
    expressions so that its span is known, mapped back to offsets in the unstripped answer;
 2. the candidate whose text covers the first character of that number;
@@ -30,10 +30,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE
-from helm_roboreward.core.scoring import (  # noqa: F401  (the patterns: one definition, the official rule's)
-    _ANSWER_PATTERN,
-    _LEADING_NUMBER_PATTERN,
+from helm_roboreward.protocol import (
+    MAX_SCORE,
+    MIN_SCORE,
     official_number_match,
     parse_progress_score,
 )
@@ -57,7 +56,7 @@ def parsed_number_span(text: str) -> tuple[int, int] | None:
 
     Returns:
         ``(start, end)`` character offsets of the number, or None when the official rule finds none
-        (including numbers it rejects, see :func:`helm_roboreward.core.scoring.parse_progress_score`).
+        (including numbers it rejects, see :func:`helm_roboreward.protocol.parse_progress_score`).
     """
     if parse_progress_score(text) is None:
         return None

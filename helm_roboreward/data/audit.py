@@ -5,9 +5,10 @@ sent to any model. Per subset and kind it counts rows, labels, distinct videos, 
 view to its rollout's other view, a clip to its episode's original, a relabel to an original of the same bytes,
 an original to its clips or relabels), ladder videos, clip name/label mismatches and names that follow neither
 real naming pattern; per subset the episodes and bootstrap clusters (names and identical bytes). It then
-compares with the published split's counts (``core/benchmark.py``: ``num_rows`` and the ``PUBLISHED_*``
-constants, from the public harness GitHub ``dddais/Robo-dopamine``, folder ``roborewardbench/``) and its
-metadata SHA-256. Totals over the whole split are compared only when the copy holds every subset they cover.
+compares with the published split's counts (``num_rows`` in ``protocol.py``, the ``PUBLISHED_*``
+constants of ``core/published_split.py``, from the public harness GitHub ``dddais/Robo-dopamine``, folder
+``roborewardbench/``) and its metadata SHA-256. Totals over the whole split are compared only when the copy
+holds every subset they cover.
 """
 
 import os
@@ -15,10 +16,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from helm_roboreward.core.benchmark import (
-    MAX_SCORE,
-    MIN_SCORE,
-    OFFICIAL_SUBSET_IDS,
+from helm_roboreward.core.files import file_digest
+from helm_roboreward.core.published_split import (
     PUBLISHED_CLIP_NAME_MISMATCHES,
     PUBLISHED_KIND_ROWS,
     PUBLISHED_LABELS_BY_KIND,
@@ -26,11 +25,7 @@ from helm_roboreward.core.benchmark import (
     PUBLISHED_METADATA_SHA256,
     PUBLISHED_OXE_VIDEOS,
     PUBLISHED_RELABELS_WITHOUT_ORIGINAL,
-    TEST_SPLIT,
-    subset_info,
-    subset_order,
 )
-from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.naming import FALLBACK, cluster_numbers, name_pattern
 from helm_roboreward.data.rows import (
     CLIP,
@@ -49,6 +44,7 @@ from helm_roboreward.data.rows import (
     read_metadata,
     select_rows,
 )
+from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE, OFFICIAL_SUBSET_IDS, TEST_SPLIT, subset_info, subset_order
 
 LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
 KIND_COLUMNS = ("subset", "kind", "rows", *(str(label) for label in LABELS), "videos", "shared", "linked",

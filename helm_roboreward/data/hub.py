@@ -28,7 +28,7 @@ from huggingface_hub.utils import (
     RevisionNotFoundError,
 )
 
-from helm_roboreward.core.benchmark import DATASET_ID, DATASET_REVISION, METADATA_FILE, TEST_SPLIT
+from helm_roboreward.protocol import DATASET_ID, DATASET_REVISION, METADATA_FILE, TEST_SPLIT
 
 logger = logging.getLogger(__name__)
 

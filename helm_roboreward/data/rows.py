@@ -12,15 +12,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.core.benchmark import (
-    ALL_KNOWN_SUBSETS,
-    MAX_SCORE,
-    METADATA_FILE,
-    MIN_SCORE,
-    TEST_SPLIT,
-    subset_info,
-)
 from helm_roboreward.data.naming import CLIP_NAME, OXE_EPISODE_NAME, clip_name_score, cluster_of, episode_of
+from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
 
 REQUIRED_FIELDS = ("file_name", "task", "reward")
 MAX_REPORTED_PROBLEMS = 20

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from helm_roboreward.core.benchmark import DATASET_ID, DATASET_REVISION, TEST_SPLIT
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.rows import DataError, metadata_path
+from helm_roboreward.protocol import DATASET_ID, DATASET_REVISION, TEST_SPLIT
 
 HUB = "hf"
 SAMPLE = "sample"

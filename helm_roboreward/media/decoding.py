@@ -35,8 +35,8 @@ from helm_roboreward.media.frame_cache import (
     frames_directory,
     frames_key,
 )
-from helm_roboreward.media.selection import FrameOptions, scaled_size, select_frame_indices
 from helm_roboreward.media.store import MANIFEST_FILE, STAMP_FILE, is_disk_full, remove_stale_temporaries, write_stamps
+from helm_roboreward.protocol import FrameOptions, scaled_size, select_frame_indices
 
 
 class VideoError(Exception):

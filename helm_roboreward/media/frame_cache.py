@@ -28,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from helm_roboreward.core.files import file_digest, read_json_file
-from helm_roboreward.media.selection import FrameOptions, select_frame_indices
 from helm_roboreward.media.store import (
     MANIFEST_FILE,
     STAMP_FILE,
@@ -37,6 +36,7 @@ from helm_roboreward.media.store import (
     stamps_match,
     write_stamps,
 )
+from helm_roboreward.protocol import FrameOptions, select_frame_indices
 
 EXTRACTOR_VERSION = "1"
 """Part of every cache key; bump when decoding or encoding changes the stored bytes."""

@@ -30,7 +30,7 @@ from helm_roboreward.media.decoding import (
     frame_set_from,
 )
 from helm_roboreward.media.frame_cache import frames_directory, frames_key
-from helm_roboreward.media.selection import FrameOptions
+from helm_roboreward.protocol import FrameOptions
 
 FRAMES_FOLDER = "frames"
 VIDEO_CONTENT_TYPE = "video/mp4"

@@ -48,17 +48,17 @@ from helm_roboreward.models.files import (
 )
 from helm_roboreward.models.helm_registries import require_local_path_folder
 from helm_roboreward.models.lifecycle import ALIASES, retirement_of
-from helm_roboreward.models.registry import OPENAI_VIDEO_CLIENT, TRANSFORMERS_CLIENT
-from helm_roboreward.routing import (
+from helm_roboreward.protocol import (
+    DEFAULT_MAX_TOKENS,
     FRAMES,
     NATIVE,
     NATIVE_VIDEO_MODEL_PATTERNS,
     NATIVE_VIDEO_TAG,
+    OPENAI_VIDEO_CLIENT,
     REASONING_TOKEN_ALLOWANCE,
-    client_sends_video,
-    needs_reasoning_allowance,
+    TRANSFORMERS_CLIENT,
 )
-from helm_roboreward.run_specs import DEFAULT_MAX_TOKENS
+from helm_roboreward.routing import client_sends_video, needs_reasoning_allowance
 
 CLIENTS: dict[str, str] = {
     "openai": "helm.clients.openai_responses_client.OpenAIResponseClient",

@@ -25,21 +25,17 @@ from helm.benchmark.run_expander import ModelRunExpander
 from helm_roboreward.config import MODEL_METADATA_FILE, config_dir
 from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS as PUBLISHED_MODELS
 from helm_roboreward.models.lifecycle import ALIASES, RETIRED_MODELS, retirement_of, status_of
-from helm_roboreward.models.registry import (
+from helm_roboreward.models.registry import package_model_names
+from helm_roboreward.protocol import (
+    AUTO,
+    DEFAULT_MAX_TOKENS,
     HELM_GEMINI_CLIENT,
     ONE_MESSAGE_GEMINI_CLIENT,
     OPENAI_VIDEO_CLIENT,
-    TRANSFORMERS_CLIENT,
-    package_model_names,
-)
-from helm_roboreward.routing import (
-    AUTO,
     REASONING_TOKEN_ALLOWANCE,
-    choose_video_mode,
-    needs_reasoning_allowance,
-    roboreward_deployment,
+    TRANSFORMERS_CLIENT,
 )
-from helm_roboreward.run_specs import DEFAULT_MAX_TOKENS
+from helm_roboreward.routing import choose_video_mode, needs_reasoning_allowance, roboreward_deployment
 
 CATALOG_SEEDS: tuple[str, ...] = (
     *PUBLISHED_MODELS,

@@ -11,10 +11,9 @@ from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA
 from helm.benchmark.presentation.run_entry import RunEntry
 from helm.benchmark.run import run_entries_to_run_specs
 
-from helm_roboreward.core.benchmark import DATASET_REVISION
 from helm_roboreward.core.request_limits import deployment_limits
-from helm_roboreward.media.selection import FrameOptions, exact_number
 from helm_roboreward.presentation.estimate_media import ModelPlan
+from helm_roboreward.protocol import DATASET_REVISION, FrameOptions, exact_number
 from helm_roboreward.routing import needs_reasoning_allowance
 from helm_roboreward.run_specs import RoboRewardRunSpec
 

@@ -24,38 +24,26 @@ from helm.benchmark.model_metadata_registry import (
 )
 
 from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, MODEL_METADATA_FILE, config_dir
+from helm_roboreward.protocol import (
+    CHECKPOINT,
+    EXPECTED,
+    GREEDY,
+    HELM_GEMINI_CLIENT,
+    ONE_MESSAGE,
+    ONE_MESSAGE_GEMINI_CLIENT,
+    OPENAI_VIDEO_CLIENT,
+    TRANSFORMERS_CLIENT,
+)
 
-HELM_GEMINI_CLIENT = "helm.clients.google_genai_client.GoogleGenAIClient"
-ONE_MESSAGE_GEMINI_CLIENT = "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient"
-TRANSFORMERS_CLIENT = "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"
-OPENAI_VIDEO_CLIENT = "helm_roboreward.clients.openai_video_client.OpenAIVideoClient"
-
-OFFICIAL = "official"
-LAYOUT_OPTION = "layout"
-ONE_MESSAGE = "one_message"
-LAYOUTS = (OFFICIAL, ONE_MESSAGE)
-"""``layout=official``: each client's own official message layout (HELM's Gemini client: one user turn per
-part); ``layout=one_message``: Gemini gets text and video in one user message (a departure)."""
-
-DECODING_OPTION = "decoding"
-GREEDY = "greedy"
-DECODINGS = (OFFICIAL, GREEDY)
-"""``decoding=official``: Qwen3-VL, RoboReward and Qwen2.5-VL sample with their checkpoint's generation config
-(the official client passed only ``max_new_tokens``), every other model decodes at temperature 0;
-``decoding=greedy``: the checkpoint-sampling families decode greedily too (a departure)."""
-
-SCORE_OPTION = "score"
-EXPECTED = "expected"
+LAYOUT_OPTION, DECODING_OPTION, SCORE_OPTION = "layout", "decoding", "score"
 LOGPROBS_TOP_N = 20
 """``score=expected`` runs on a twin whose client records the answer token's top 20 alternatives: the most
-OpenAI-compatible servers return (OpenAI and vLLM's default ``--max-logprobs`` cap ``top_logprobs`` at 20), and
-enough that the five digits 1..5 are among them whenever they carry any appreciable probability."""
+OpenAI-compatible servers return (OpenAI's and vLLM's default ``--max-logprobs``), enough that the digits 1..5 are
+among them whenever they carry appreciable probability."""
 
 LOGPROBS_CLIENTS = (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT)
 """The clients that can record the answer's token log-probabilities (their ``top_logprobs`` argument)."""
 
-CHECKPOINT_DECODING = "checkpoint"
-"""The ``decoding`` client argument of deployments that sample with the checkpoint's generation config."""
 
 @dataclasses.dataclass(frozen=True)
 class DeploymentVariant:
@@ -83,7 +71,7 @@ class DeploymentVariant:
         if self.option == SCORE_OPTION:
             return client.class_name in LOGPROBS_CLIENTS and not client.args.get("top_logprobs")
         return client.class_name in (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT) and (
-            client.args.get("decoding") == CHECKPOINT_DECODING)
+            client.args.get("decoding") == CHECKPOINT)
 
     def twin(self, deployment: ModelDeployment) -> ModelDeployment:
         """The twin deployment of ``deployment``."""

@@ -3,7 +3,7 @@
 :class:`ModelPlan` is what routing decided for one model (deployment, client, native video or frames, frame
 options, max_tokens, request limits); :func:`video_facts` probes a video once (a demux pass, as preparation does,
 plus one decoded frame for frames models); :func:`frames_plan` applies the same frame selection a run applies
-(:func:`helm_roboreward.media.selection.select_frame_indices`). Nothing is written and nothing is sent.
+(:func:`helm_roboreward.protocol.select_frame_indices`). Nothing is written and nothing is sent.
 """
 
 from dataclasses import dataclass
@@ -12,7 +12,7 @@ import av
 
 from helm_roboreward.core.request_limits import RequestLimits
 from helm_roboreward.media.decoding import VideoError, decode_frames, encode_jpeg, probe_video, to_image
-from helm_roboreward.media.selection import FrameOptions, scaled_size, select_frame_indices
+from helm_roboreward.protocol import FrameOptions, scaled_size, select_frame_indices
 
 NATIVE = "native"
 FRAMES = "frames"

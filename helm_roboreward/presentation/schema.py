@@ -1,7 +1,7 @@
 """The leaderboard schema (``static/schema_roboreward.yaml``), generated from the benchmark constants.
 
 Generating it keeps subset ids, display names, order and robots in one place
-(:mod:`helm_roboreward.core.benchmark`); a test checks that the committed file is up to date.
+(:mod:`helm_roboreward.protocol`); a test checks that the committed file is up to date.
 Regenerate with ``python -m helm_roboreward.presentation.schema static/schema_roboreward.yaml``.
 
 A local copy may hold subsets the benchmark does not know. HELM leaves a run whose group the schema does
@@ -17,18 +17,6 @@ from typing import Any
 
 import yaml
 
-from helm_roboreward.core.benchmark import (
-    ALL_KNOWN_SUBSETS,
-    DATASET_URL,
-    OFFICIAL_SUBSETS,
-    PAPER_URL,
-    ROBOTS,
-    SAMPLE_SUBSETS,
-    UNKNOWN_ROBOT,
-    Subset,
-    subset_group,
-    subset_info,
-)
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.core.stats import (
     ACCURACY,
@@ -47,6 +35,18 @@ from helm_roboreward.core.stats import (
     subset_mae,
 )
 from helm_roboreward.data.rows import KINDS
+from helm_roboreward.protocol import (
+    ALL_KNOWN_SUBSETS,
+    DATASET_URL,
+    OFFICIAL_SUBSETS,
+    PAPER_URL,
+    ROBOTS,
+    SAMPLE_SUBSETS,
+    UNKNOWN_ROBOT,
+    Subset,
+    subset_group,
+    subset_info,
+)
 
 PARENT_GROUP = "roboreward"
 SAMPLE_GROUP = "roboreward_sample"

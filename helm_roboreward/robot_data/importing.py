@@ -26,8 +26,9 @@ from typing import Any
 import av
 from tqdm import tqdm
 
-from helm_roboreward.core.benchmark import ALL_KNOWN_SUBSETS, IMPORT_RECORD, METADATA_FILE, MIN_SCORE, TEST_SPLIT
 from helm_roboreward.core.files import file_digest, write_atomically
+from helm_roboreward.core.published_split import IMPORT_RECORD
+from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, METADATA_FILE, MIN_SCORE, TEST_SPLIT
 from helm_roboreward.robot_data.episode_clips import (
     DEFAULT_CRF,
     ENCODER,

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helm_roboreward.core.benchmark import PROMPT_VERSION, TEST_SPLIT
 from helm_roboreward.data.rows import DataError
 from helm_roboreward.media.paths import is_inside
+from helm_roboreward.protocol import PROMPT_VERSION, TEST_SPLIT
 from helm_roboreward.robot_data import label_outputs as outputs
 from helm_roboreward.robot_data.helm_outputs import Prediction, RunInfo, predictions_of, roboreward_runs
 from helm_roboreward.robot_data.helm_process import console_script, run_with_progress
@@ -227,5 +227,5 @@ def _settings(request: LabelRequest, copy: ImportResult, run: RunInfo, entry: st
         "prompt_version": PROMPT_VERSION, "source": copy.provenance.get("source"),
         "camera": copy.provenance.get("camera"), "subset": copy.subset, "working_copy": copy.out,
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "score_rule": "official RoboRewardBench parse (core/scoring.py); null when unparseable or the request failed",
+        "score_rule": "official RoboRewardBench parse (protocol.py); null when unparseable or the request failed",
     }

@@ -16,8 +16,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.core.benchmark import MAX_SCORE, MIN_SCORE
 from helm_roboreward.data.rows import DataError, has_visible_character, jsonl_lines
+from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
 from helm_roboreward.robot_data.lerobot_format import SUCCESS_FEATURE, Episode
 
 SUCCESS_REWARD = MAX_SCORE

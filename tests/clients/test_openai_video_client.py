@@ -24,10 +24,9 @@ from helm.proxy.retry import retry_if_request_failed
 
 from helm_roboreward.clients import openai_video_client
 from helm_roboreward.clients.openai_video_client import DECLARED_LIMIT_ARGS, OpenAIVideoClient
-from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.media.copies import store_video
 from helm_roboreward.media.decoding import extract_frames
-from helm_roboreward.media.selection import FrameOptions
+from helm_roboreward.protocol import FrameOptions, build_prompt
 from tests.helpers.fakes import (
     CHAT,
     FailFirst,

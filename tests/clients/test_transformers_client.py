@@ -38,7 +38,7 @@ from helm_roboreward.clients.transformers_client import (
     load_counts,
 )
 from helm_roboreward.clients.video_decoders import PYAV, TORCHCODEC, torchcodec_usable
-from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.protocol import build_prompt
 from tests.helpers.harness import (
     SAMPLE,
 )

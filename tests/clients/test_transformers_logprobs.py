@@ -28,8 +28,8 @@ from helm.common.request import Request
 from helm_roboreward.clients import openai_video_client
 from helm_roboreward.clients.openai_video_client import SCORE_TOKEN_LOGPROBS
 from helm_roboreward.clients.transformers_client import TransformersQwen3VLClient, completion_from
-from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.core.score_probabilities import expected_score, score_distribution, success_probability
+from helm_roboreward.protocol import build_prompt
 from tests.helpers.tiny_qwen3vl import IM_END
 
 SAMPLE = Path(__file__).resolve().parents[3] / "helm_roboreward" / "sample" / "test"

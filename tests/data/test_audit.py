@@ -10,9 +10,7 @@ import huggingface_hub.constants
 import pytest
 
 from helm_roboreward import cli
-from helm_roboreward.core.benchmark import (
-    DATASET_ID,
-    OFFICIAL_SUBSETS,
+from helm_roboreward.core.published_split import (
     PUBLISHED_KIND_ROWS,
     PUBLISHED_LABELS_BY_KIND,
     PUBLISHED_LADDERS,
@@ -21,6 +19,7 @@ from helm_roboreward.core.benchmark import (
 from helm_roboreward.data.audit import Audit, audit_copy, clusters
 from helm_roboreward.data.rows import DataError, read_metadata
 from helm_roboreward.presentation.report.bootstrap import cluster_ids
+from helm_roboreward.protocol import DATASET_ID, OFFICIAL_SUBSETS
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo
 from tests.helpers.real_pattern_copy import RealPatternCopy, make_published_shape_copy, make_real_pattern_copy
 from tests.helpers.sample import SAMPLE, documented_counts, sample_rows, sample_subsets

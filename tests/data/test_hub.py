@@ -15,8 +15,8 @@ import pytest
 from huggingface_hub import constants, hf_hub_download
 from huggingface_hub.utils import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
-from helm_roboreward.core.benchmark import DATASET_ID
 from helm_roboreward.data.hub import DownloadedSplit, HubDownloadError, download_test_split
+from helm_roboreward.protocol import DATASET_ID
 from tests.helpers.fakes import unused_port
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo, make_commit_sha
 

@@ -7,9 +7,9 @@ import shutil
 import huggingface_hub.constants
 import pytest
 
-from helm_roboreward.core.benchmark import DATASET_ID
 from helm_roboreward.data.rows import DataError
 from helm_roboreward.data.sources import sample_root
+from helm_roboreward.protocol import DATASET_ID
 from helm_roboreward.scenario import RoboRewardScenario
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo
 

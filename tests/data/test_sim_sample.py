@@ -23,7 +23,6 @@ import av
 import numpy as np
 import pytest
 
-from helm_roboreward.core.benchmark import SAMPLE_SUBSET_IDS
 from helm_roboreward.data.rows import (
     CLIP,
     COUNTERFACTUAL,
@@ -35,6 +34,7 @@ from helm_roboreward.data.rows import (
     load_rollouts,
     read_metadata,
 )
+from helm_roboreward.protocol import SAMPLE_SUBSET_IDS
 from scripts.sim.labels import (
     GOAL_REGIONS,
     RULE_SCORES,

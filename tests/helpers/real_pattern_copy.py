@@ -219,11 +219,12 @@ def published_shape_rows() -> list[CopyRow]:
 
     Rows per subset and kind, labels per kind, 760 distinct videos among the OXE rows that are not clips, videos
     with a 5 and 1/2/3/4 relabels (104/28/9/1), 478 relabels without a 5 of the same bytes, every clip's name
-    score equal to its label (``core/benchmark.py``). RoboArena's odd label counts (263 twos, 141 fours) mean a
+    score equal to its label (``core/published_split.py``). RoboArena's odd label counts (263 twos, 141 fours) mean a
     rollout with a single view for each; the others have both. Everything else (tasks, which subset holds which
     label) is made up.
     """
-    from helm_roboreward.core.benchmark import OFFICIAL_SUBSETS, PUBLISHED_KIND_ROWS, PUBLISHED_LABELS_BY_KIND
+    from helm_roboreward.core.published_split import PUBLISHED_KIND_ROWS, PUBLISHED_LABELS_BY_KIND
+    from helm_roboreward.protocol import OFFICIAL_SUBSETS
 
     rows = _published_arena(PUBLISHED_LABELS_BY_KIND["natural"])
     clip_labels = _label_pool(PUBLISHED_LABELS_BY_KIND["clip"])

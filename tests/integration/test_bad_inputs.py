@@ -40,7 +40,7 @@ import pytest
 
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.media.frame_cache import frames_directory, frames_key, read_manifest
-from helm_roboreward.media.selection import FrameOptions
+from helm_roboreward.protocol import FrameOptions
 from tests.helpers.fakes import FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.harness import (
     REPO,

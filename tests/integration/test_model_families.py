@@ -48,7 +48,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helm_roboreward.media.selection import select_frame_indices
+from helm_roboreward.protocol import select_frame_indices
 from tests.helpers.fakes import (
     CHAT,
     GEMINI,

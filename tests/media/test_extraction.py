@@ -29,8 +29,8 @@ from helm_roboreward.media.decoding import (
     frames_key,
     probe_video,
 )
-from helm_roboreward.media.selection import FrameOptions, select_frame_indices
 from helm_roboreward.media.store import STAMP_FILE
+from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers import videos
 
 OFFICIAL = FrameOptions()

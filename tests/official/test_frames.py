@@ -1,4 +1,4 @@
-"""``helm_roboreward.media.selection``: the official frame rule and its named options (PROTOCOL section 4)."""
+"""``helm_roboreward.protocol``: the official frame rule and its named options (PROTOCOL section 4)."""
 
 import math
 from fractions import Fraction
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helm_roboreward.media.selection import (
+from helm_roboreward.protocol import (
     OFFICIAL_FRAMES_PER_SECOND,
     FrameOptions,
     frame_stride,

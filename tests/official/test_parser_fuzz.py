@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helm_roboreward.core.scoring import parse_progress_score, score_prediction
+from helm_roboreward.protocol import parse_progress_score, score_prediction
 from tests.helpers.metric_inputs import answered, generation_stats, make_instance
 
 MAX_MAGNITUDE = 1e75

@@ -7,14 +7,8 @@ from helm.benchmark.model_deployment_registry import get_default_model_deploymen
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA
 
 import helm_roboreward.plugin  # noqa: F401  (registers the baselines, as helm-run does)
-from helm_roboreward.routing import (
-    FRAMES,
-    NATIVE,
-    choose_video_mode,
-    client_sends_video,
-    model_takes_video,
-    needs_reasoning_allowance,
-)
+from helm_roboreward.protocol import FRAMES, NATIVE
+from helm_roboreward.routing import choose_video_mode, client_sends_video, model_takes_video, needs_reasoning_allowance
 
 GOOGLE_GENAI = "helm.clients.google_genai_client.GoogleGenAIClient"
 OPENAI_CLIENT = "helm.clients.openai_client.OpenAIClient"

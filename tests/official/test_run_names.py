@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
-from helm_roboreward.media.selection import FrameOptions
+from helm_roboreward.protocol import FrameOptions
 from helm_roboreward.run_specs import get_roboreward_spec
 
 CONSTANT = "baseline/constant-3"
@@ -90,7 +90,7 @@ def test_different_fps_never_share_a_name(first: float, second: float) -> None:
 @settings(max_examples=500, deadline=None)
 @given(value=st.floats(allow_nan=False, allow_infinity=False))
 def test_exact_number_round_trips_every_finite_float(value: float) -> None:
-    from helm_roboreward.media.selection import exact_number
+    from helm_roboreward.protocol import exact_number
 
     text = exact_number(value)
     assert float(text) == value

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from helm_roboreward.core.prompt import build_prompt
 from helm_roboreward.data.rows import DataError
 from helm_roboreward.data.sources import sample_root
+from helm_roboreward.protocol import build_prompt
 from helm_roboreward.scenario import RoboRewardScenario, instance_id, worker_count
 
 

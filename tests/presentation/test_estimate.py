@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 
 from helm_roboreward.core.request_limits import RequestLimits
-from helm_roboreward.media.selection import FrameOptions
 from helm_roboreward.presentation.estimate import ALL_SUBSETS, RowMedia, estimate_model, formula_of, limit_message
 from helm_roboreward.presentation.estimate_media import FramesPlan, ModelPlan, VideoFacts
 from helm_roboreward.presentation.prices import Price, PriceError, price_of, read_prices
 from helm_roboreward.presentation.tables import csv_text, format_text_table
 from helm_roboreward.presentation.token_costs import openai_image_tokens, qwen3vl_video_tokens, text_tokens
+from helm_roboreward.protocol import FrameOptions
 
 OPENAI = "helm.clients.openai_responses_client.OpenAIResponseClient"
 ANTHROPIC = "helm.clients.anthropic_client.AnthropicMessagesClient"

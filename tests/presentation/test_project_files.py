@@ -38,9 +38,9 @@ def test_files_command_writes_then_keeps_then_refuses_then_forces(tmp_path: Path
 
 
 def test_leaderboard_conf_lists_the_published_models_per_subset() -> None:
-    from helm_roboreward.core.benchmark import OFFICIAL_SUBSETS
     from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS
     from helm_roboreward.models.lifecycle import RETIRED_MODELS
+    from helm_roboreward.protocol import OFFICIAL_SUBSETS
 
     text = generated_texts()["run_specs/roboreward.conf"]
     served = [model for model in LEADERBOARD_MODELS if model not in RETIRED_MODELS]

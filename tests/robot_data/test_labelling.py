@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from helm_roboreward.core.prompt import build_prompt
+from helm_roboreward.protocol import build_prompt
 from helm_roboreward.robot_data.importing import ImportRequest
 from helm_roboreward.robot_data.label_outputs import EPISODE_COLUMNS
 from helm_roboreward.robot_data.labelling import LabellingError, LabelRequest, label_episodes, run_entry

@@ -10,13 +10,6 @@ from itertools import combinations
 
 import numpy as np
 
-from helm_roboreward.core.benchmark import (
-    MAX_SCORE,
-    MIN_SCORE,
-    OFFICIAL_SUBSET_IDS,
-    subset_info,
-    subset_order,
-)
 from helm_roboreward.core.peer_metrics import PeerMetrics, PeerRow, peer_metrics
 from helm_roboreward.presentation.report.bootstrap import (
     MAX_HALF_WIDTH,
@@ -33,6 +26,7 @@ from helm_roboreward.presentation.report.calibration import CalibrationSummary, 
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows, all_failed_subsets
 from helm_roboreward.presentation.report.published import ModelScore, PublishedReference, published_reference
 from helm_roboreward.presentation.report.reward_model import RewardModelSummary, reward_model_summaries
+from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE, OFFICIAL_SUBSET_IDS, subset_info, subset_order
 
 SCORES = list(range(MIN_SCORE, MAX_SCORE + 1))
 CONFUSION_COLUMNS = [str(score) for score in SCORES] + ["other", "invalid"]

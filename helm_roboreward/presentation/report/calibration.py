@@ -13,7 +13,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.core.benchmark import MAX_SCORE
 from helm_roboreward.core.calibration import (
     ECE_BINS,
     ReliabilityBin,
@@ -23,6 +22,7 @@ from helm_roboreward.core.calibration import (
 )
 from helm_roboreward.core.peer_metrics import macro_mean
 from helm_roboreward.presentation.report.loading import ModelRows
+from helm_roboreward.protocol import MAX_SCORE
 
 
 @dataclass(frozen=True)

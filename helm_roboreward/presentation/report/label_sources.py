@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Iterable
 
-from helm_roboreward.core.benchmark import IMPORT_RECORD
+from helm_roboreward.core.published_split import IMPORT_RECORD
 
 
 def label_notes(data_folders: Iterable[str]) -> list[str]:

@@ -11,10 +11,10 @@ covers all 23 official subsets, as the published means do; ``roboreward report -
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS
 from helm_roboreward.core.leaderboard import PUBLISHED_LEADERBOARD, PUBLISHED_SUBSET_MAE, published_entry
 from helm_roboreward.data.sources import HUB, LOCAL_REVISION_PREFIX, SAMPLE, SAMPLE_REVISION_PREFIX
 from helm_roboreward.presentation.report.loading import RunData
+from helm_roboreward.protocol import OFFICIAL_SUBSET_IDS
 
 PUBLISHED_MARK = "published, not rerun"
 COPY_REVISIONS = (SAMPLE_REVISION_PREFIX, LOCAL_REVISION_PREFIX)

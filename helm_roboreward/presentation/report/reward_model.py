@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from helm_roboreward.core.benchmark import MAX_SCORE
 from helm_roboreward.core.ordering import (
     ScoredRow,
     clip_groups,
@@ -48,6 +47,7 @@ from helm_roboreward.presentation.report.bootstrap import (
     too_small_reason,
 )
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows
+from helm_roboreward.protocol import MAX_SCORE
 
 STATISTICS = ("preference_accuracy", "ladder_accuracy", "ladder_tau_b", "clip_accuracy", "success_auroc",
               "success_f1", "success_mcc")

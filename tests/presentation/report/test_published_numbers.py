@@ -15,12 +15,12 @@ from helm.benchmark.metrics.metric_name import MetricName
 from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import TEST_SPLIT, Input, Instance, Output, Reference
 
-from helm_roboreward.core.benchmark import OFFICIAL_SUBSETS
 from helm_roboreward.metrics import RoboRewardMetric
 from helm_roboreward.presentation.report.analysis import Settings, analyse
 from helm_roboreward.presentation.report.csv_tables import LEADERBOARD_FILE
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, SuiteRows
 from helm_roboreward.presentation.report.writer import write_report
+from helm_roboreward.protocol import OFFICIAL_SUBSETS
 
 PUBLISHED_SUBSET_MAE = [
     0.768, 0.701, 0.340, 0.538, 0.577, 0.674, 0.770, 0.587, 0.474, 0.670, 0.830, 0.807, 0.720, 0.396, 0.485,

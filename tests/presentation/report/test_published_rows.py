@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from helm_roboreward.core.benchmark import OFFICIAL_SUBSET_IDS, OFFICIAL_SUBSETS
 from helm_roboreward.core.leaderboard import PUBLISHED_LEADERBOARD, PUBLISHED_SUBSET_MAE
 from helm_roboreward.presentation.report.analysis import ReportData, Settings, analyse
 from helm_roboreward.presentation.report.csv_tables import PEER_FILE
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows, RunData, SuiteRows
 from helm_roboreward.presentation.report.published import split_problem, would_rank
 from helm_roboreward.presentation.report.writer import render_markdown, write_report
+from helm_roboreward.protocol import OFFICIAL_SUBSET_IDS, OFFICIAL_SUBSETS
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 HUB = RunData("hf", (COMMIT,))
