@@ -9,7 +9,8 @@ score_distribution` turns the token holding the parsed number into a distributio
 statistics on the expected score (``*_expected``), and ``expected_score_coverage``. Rows without a
 distribution (unparseable, failed, or no alternative among 1..5) have no expected-score stats and count as the
 lowest score, 1, in the ordering statistics, as unparseable answers do; never the parsed score in their place.
-The run's coverage and a warning say how many (docs/reward_metrics.md).
+The run's coverage and a warning say how many (docs/reward_metrics.md). Such a run also gets the
+reward-model statistics on its parsed scores here; other runs get them from the summarizer and the report.
 """
 
 from helm.benchmark.adaptation.request_state import RequestState
@@ -19,7 +20,7 @@ from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.calibration import calibration_error
-from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, subset_ordering
+from helm_roboreward.core.ordering import ScoredRow, by_subset, macro, reward_model_stats, subset_ordering
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.score_probabilities import (
     SCORE_TOKEN_LOGPROBS,
@@ -57,6 +58,19 @@ def instance_stats(request_state: RequestState, gold: int) -> list[Stat]:
     ]
 
 
+def _scored_row(instance: Instance, gold: float, score: float | None) -> ScoredRow:
+    record = InstanceRecord.from_extra_data(instance.extra_data)
+    return ScoredRow(str(instance.id), record.subset, record.task, record.video_sha256, record.episode, record.kind,
+                     gold, score)
+
+
+def parsed_score_stats(per_instance_stats: dict[Instance, list[Stat]], gold_of: "dict[Instance, float]") -> list[Stat]:
+    """The reward-model statistics on the parsed scores (none for an unparseable answer or a failed request)."""
+    rows = [_scored_row(instance, gold_of[instance], _mean_of(stats, "predicted_score"))
+            for instance, stats in per_instance_stats.items()]
+    return [Stat(MetricName(name)).add(value) for name, value in reward_model_stats(rows).items()]
+
+
 def _mean_of(stats: list[Stat], name: str) -> float | None:
     found = [stat.sum / stat.count for stat in stats if stat.name.name == name and stat.count]
     return found[0] if found else None
@@ -69,10 +83,8 @@ def run_stats(per_instance_stats: dict[Instance, list[Stat]], gold_of: "dict[Ins
     available = 0
     for instance, stats in per_instance_stats.items():
         expected = _mean_of(stats, "expected_score")
-        record = InstanceRecord.from_extra_data(instance.extra_data)
         gold = gold_of[instance]
-        rows.append(ScoredRow(str(instance.id), record.subset, record.task, record.video_sha256, record.episode,
-                              record.kind, gold, expected))
+        rows.append(_scored_row(instance, gold, expected))
         success = _mean_of(stats, "success_probability")
         if expected is not None and success is not None:
             available += 1

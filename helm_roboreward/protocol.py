@@ -23,6 +23,7 @@ PROMPT_VERSION = "1"
 """Changes whenever the prompt, the frame rule's defaults or the parse rule change."""
 MIN_SCORE = 1
 MAX_SCORE = 5
+GOLD_LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
 
 SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
 """How ``run_spec.json`` names the scenario (and so tells RoboReward runs apart)."""
@@ -284,6 +285,8 @@ _LEADING_NUMBER_PATTERN = re.compile(r"^\s*(" + _NUMBER + r")\b")
 MAX_PARSED_MAGNITUDE = 1e75
 """Larger numbers are unparseable: HELM squares the squared error for its variance, which would overflow."""
 UNPARSEABLE_ABS_ERROR = float(MAX_SCORE - MIN_SCORE)
+WITHIN_ONE = 1.0
+"""Peer harnesses' "within 1" accuracy: an error at most this (not an official number; reported beside it)."""
 
 
 def official_number_match(completion: str) -> re.Match[str] | None:
@@ -322,12 +325,13 @@ class ScoredPrediction:
     """A 5 for a row labelled below 5."""
     missed_success: float
     """No 5 for a row labelled 5 (unparseable counts as a miss)."""
+    within_one: float
 
 
 def maximum_error_score(gold: int, invalid_output: bool) -> ScoredPrediction:
     """The charge for an answer without a score (``invalid_output`` False: a failed request, no answer at all)."""
     return ScoredPrediction(None, gold, UNPARSEABLE_ABS_ERROR, UNPARSEABLE_ABS_ERROR**2, 0.0,
-                            1.0 if invalid_output else 0.0, None, 0.0, 1.0 if gold == MAX_SCORE else 0.0)
+                            1.0 if invalid_output else 0.0, None, 0.0, 1.0 if gold == MAX_SCORE else 0.0, 0.0)
 
 
 def score_prediction(completion: str, gold: int) -> ScoredPrediction:
@@ -338,7 +342,8 @@ def score_prediction(completion: str, gold: int) -> ScoredPrediction:
     error = predicted - gold
     return ScoredPrediction(predicted, gold, abs(error), error * error, 1.0 if predicted == gold else 0.0, 0.0,
                             error, 1.0 if predicted == MAX_SCORE and gold < MAX_SCORE else 0.0,
-                            1.0 if gold == MAX_SCORE and predicted != MAX_SCORE else 0.0)
+                            1.0 if gold == MAX_SCORE and predicted != MAX_SCORE else 0.0,
+                            1.0 if abs(error) <= WITHIN_ONE else 0.0)
 
 
 # --- 6. The options: each run-entry argument, its official value first -----------------------------------------

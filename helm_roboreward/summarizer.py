@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from helm.benchmark.adaptation.adapter_spec import AdapterSpec
+from helm.benchmark.metrics.metric_name import MetricName
+from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.presentation.run_display import write_run_display_json
 from helm.benchmark.presentation.schema import MetricNameMatcher, RunGroup
 from helm.benchmark.presentation.summarize import (
@@ -61,7 +63,7 @@ from helm_roboreward.core.stats import (
 )
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.media.paths import media_objects
-from helm_roboreward.protocol import FRAME_FIELDS, MAX_SCORE, MIN_SCORE, FrameOptions, subset_info
+from helm_roboreward.protocol import FRAME_FIELDS, MAX_SCORE, MIN_SCORE, PARSED, FrameOptions, subset_info
 from helm_roboreward.routing import data_label, revision_label
 
 LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample")
@@ -118,6 +120,29 @@ def missing_media_message(skipped: Sequence[tuple[str, list[str]]]) -> str:
             f"are skipped: {listed}. Fix: run helm-summarize from the folder that holds benchmark_output (media "
             "paths are relative to it), or rerun roboreward prepare / helm-run there to rebuild the media; when "
             "copying results elsewhere, copy scenarios/ too, not only runs/.")
+
+
+def add_reward_model_stats(run: Run) -> None:
+    """Give a RoboReward run its reward-model statistics, from the rows it wrote, unless it has them.
+
+    A plain run's metric computes only what the leaderboard needs; ``score=expected`` runs carry these already.
+    The rows are read as the report reads them, so both show the same numbers; a failed request its run left out
+    (``failed=skip``) enters no statistic. A run whose files cannot be read keeps its stats as they are.
+    """
+    if not run.run_spec.scenario_spec.class_name.endswith(".RoboRewardScenario") or any(
+            stat.name.name == "preference_pairs" for stat in run.stats):
+        return
+    from helm_roboreward.core.ordering import reward_model_stats
+    from helm_roboreward.presentation.report.loading import UnusableRunError, instance_rows
+    from helm_roboreward.presentation.report.reward_model import scored
+
+    try:
+        rows, _ = instance_rows(run.run_path, str(run.run_spec.scenario_spec.args.get("subset", "")))
+    except UnusableRunError:
+        return
+    values = reward_model_stats(scored(row, PARSED) for row in rows.values() if row.gold is not None
+                                and not row.left_out)
+    run.stats.extend(Stat(MetricName(name, split="test")).add(value) for name, value in values.items())
 
 
 def _remove_stale_display_files(run_path: str) -> None:
@@ -220,6 +245,8 @@ class RoboRewardSummarizer(Summarizer):
                 _remove_stale_display_files(run.run_path)
         if skipped:
             hwarn(missing_media_message(skipped))
+        for run in self.runs:
+            add_reward_model_stats(run)
 
     def create_cell(self, runs: list[Run], matcher: MetricNameMatcher, additional_info: str | None,
                     hide_value: bool = False, is_scenario_table: bool = False) -> Cell:

@@ -272,3 +272,12 @@ def total_counts(orderings: Sequence[SubsetOrdering]) -> Mapping[str, int]:
         for name, count in ordering.counts().items():
             totals[name] += count
     return dict(totals)
+
+
+def reward_model_stats(rows: Iterable[ScoredRow]) -> dict[str, float]:
+    """A run's reward-model statistics: each macro over its subsets (left out where undefined), and the counts."""
+    orderings = [subset_ordering(subset, subset_rows) for subset, subset_rows in by_subset(rows).items()]
+    if not orderings:
+        return {}
+    values = {name: value for name, value in macro(orderings).items() if value is not None}
+    return values | {name: float(count) for name, count in total_counts(orderings).items()}

@@ -15,11 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
-
-GOLD_LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
-WITHIN = 1.0
-"""An answer at most this far from the label is "within 1"."""
+from helm_roboreward.protocol import GOLD_LABELS, WITHIN_ONE
 
 
 def exact_match(abs_error: float) -> float:
@@ -29,7 +25,7 @@ def exact_match(abs_error: float) -> float:
 
 def within_one(abs_error: float) -> float:
     """1 when ``|predicted - gold| <= 1``, else 0 (an unparseable or charged failed row has error 4: 0)."""
-    return 1.0 if abs_error <= WITHIN else 0.0
+    return 1.0 if abs_error <= WITHIN_ONE else 0.0
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,15 @@ def run_stat(run_dir: Path, name: str) -> float:
     return float(matches[0]["mean"])
 
 
+def summarized_stat(run_dir: Path, name: str) -> float:
+    """The run-level value of one stat as helm-summarize holds it (``runs.json``): the run's own stats plus the
+    reward-model statistics the summarizer computes from the run's rows."""
+    runs = {Path(run["run_path"]).name: run for run in read_json(run_dir.parent / "runs.json")}
+    matches = [s for s in runs[run_dir.name]["stats"] if s["name"] == {"name": name, "split": "test"}]
+    assert len(matches) == 1, f"{name} in {run_dir.name}: {len(matches)} entries"
+    return float(matches[0]["sum"]) / float(matches[0]["count"])
+
+
 def request_states(run_dir: Path) -> list[dict[str, Any]]:
     return list(read_json(run_dir / "scenario_state.json")["request_states"])
 

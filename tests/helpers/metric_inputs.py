@@ -118,9 +118,9 @@ def generation_stats(instance: Instance, result: RequestResult | None,
     return stats_by_name(stats)
 
 
-def run_metric(request_states: list[RequestState], failed: str = "max_error") -> MetricResult:
+def run_metric(request_states: list[RequestState], failed: str = "max_error", score: str = "parsed") -> MetricResult:
     state = ScenarioState(adapter_spec=adapter_spec(), request_states=request_states)
-    return RoboRewardMetric(failed=failed).evaluate(state, None, "", parallelism=1)  # type: ignore[arg-type]
+    return RoboRewardMetric(failed=failed, score=score).evaluate(state, None, "", parallelism=1)  # type: ignore[arg-type]
 
 
 def run_mean(result: MetricResult, name: str) -> float:

@@ -409,12 +409,16 @@ def test_derive_ignores_instances_without_an_error() -> None:
         make_instance(3, subset="B"): [Stat(MetricName("failed_request")).add(1.0)],
     }
     derived = stats_by_name(RoboRewardMetric().derive_per_instance_stats(per_instance))
-    # MAE: subset B has no error, so it is not a subset of the macro mean. Ordering: two gold-3 rows in two
-    # subsets make no pair, ladder or clip (counts 0, accuracies absent); success detection without a gold 5 has
-    # no recall, F1 or AUROC, and MCC is 0 by its documented convention (an empty margin).
-    assert derived == {"macro_mae": 1.0, "num_subsets": 1.0, "preference_pairs": 0.0, "ladder_videos": 0.0,
-                       "clip_episodes": 0.0, "success_mcc": 0.0, "error_rows": 1.0,
+    # MAE: subset B has no error, so it is not a subset of the macro mean. A plain run computes no reward-model
+    # statistics (the summarizer and the report do, from the rows the run wrote).
+    assert derived == {"macro_mae": 1.0, "num_subsets": 1.0, "error_rows": 1.0,
                        **{f"predicted_score_gold_{gold}_rows": 0.0 for gold in range(1, 6)}}
+    expected = stats_by_name(RoboRewardMetric(score="expected").derive_per_instance_stats(per_instance))
+    # Under score=expected: two gold-3 rows in two subsets make no pair, ladder or clip (counts 0, accuracies
+    # absent); success detection without a gold 5 has no recall, F1 or AUROC, and MCC is 0 by its documented
+    # convention (an empty margin).
+    assert {name: expected[name] for name in ("preference_pairs", "ladder_videos", "clip_episodes", "success_mcc")} \
+        == {"preference_pairs": 0.0, "ladder_videos": 0.0, "clip_episodes": 0.0, "success_mcc": 0.0}
     assert RoboRewardMetric().derive_per_instance_stats({}) == []
 
 
@@ -425,7 +429,7 @@ def _success_run(failed: str) -> dict[str, float]:
         make_request_state(make_instance(2, subset="A"), answered("ANSWER: 2")),
         make_request_state(make_instance(5, subset="A"), failed_like_executor()),
     ]
-    result = run_metric(states, failed=failed)
+    result = run_metric(states, failed=failed, score="expected")  # the metric's reward-model statistics
     return {name: run_mean(result, name) for name in ("success_recall", "success_auroc", "success_f1",
                                                       "success_mcc", "success_precision")}
 
@@ -447,9 +451,9 @@ def test_failed_skip_leaves_a_failed_row_out_of_the_ordering_statistics() -> Non
     states = [make_request_state(task_instance(4), answered("ANSWER: 4")),
               make_request_state(task_instance(2), answered("ANSWER: 2")),
               make_request_state(task_instance(5), failed_like_executor())]  # would be a wrong pair with each
-    skipped = run_metric(states, failed="skip")
+    skipped = run_metric(states, failed="skip", score="expected")  # the metric's reward-model statistics
     assert run_mean(skipped, "preference_pairs") == 1 and run_mean(skipped, "preference_accuracy") == 1.0
-    official = run_metric(states, failed="max_error")
+    official = run_metric(states, failed="max_error", score="expected")
     assert run_mean(official, "preference_pairs") == 3
     assert run_mean(official, "preference_accuracy") == pytest.approx(1 / 3)
 

@@ -7,10 +7,10 @@ writes them beside ``report.md``.
 import csv
 import io
 
-from helm_roboreward.core.peer_metrics import GOLD_LABELS
 from helm_roboreward.presentation.report.analysis import ReportData
 from helm_roboreward.presentation.report.bootstrap import Interval
 from helm_roboreward.presentation.report.reward_model import Support
+from helm_roboreward.protocol import GOLD_LABELS
 
 LEADERBOARD_FILE = "leaderboard.csv"
 SUBSET_FILE = "subset_mae.csv"

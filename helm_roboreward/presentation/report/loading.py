@@ -262,16 +262,24 @@ def _task_from_prompt(instance: dict[str, Any]) -> str:
     return ""
 
 
-def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
-    """One run's rows and its consistency warnings; raises :class:`_UnusableRunError`."""
-    name = os.path.basename(run_dir)
-    stats = _read_json(os.path.join(run_dir, "stats.json"))
-    per_instance = _read_json(os.path.join(run_dir, "per_instance_stats.json"))
-    if not isinstance(per_instance, list) or not per_instance:
-        raise _UnusableRunError("per_instance_stats.json holds no instances")
-    instances = _instances_by_id(run_dir)
-    default_subset = str(run_spec.get("scenario_spec", {}).get("args", {}).get("subset", UNKNOWN_SUBSET))
-    default_subset = UNKNOWN_SUBSET if default_subset == "all" else default_subset
+class UnusableRunError(Exception):
+    """A run whose files cannot be read; the message says why."""
+
+
+def instance_rows(run_dir: str, subset: str) -> tuple[dict[str, InstanceRow], dict[str, dict[str, Any]]]:
+    """A run's rows by instance id and its instances (as JSON) by id; ``subset`` is the run spec's argument.
+
+    Raises:
+        UnusableRunError: per_instance_stats.json is missing, unreadable or empty.
+    """
+    try:
+        per_instance = _read_json(os.path.join(run_dir, "per_instance_stats.json"))
+        if not isinstance(per_instance, list) or not per_instance:
+            raise _UnusableRunError("per_instance_stats.json holds no instances")
+        instances = _instances_by_id(run_dir)
+    except _UnusableRunError as error:
+        raise UnusableRunError(str(error)) from None
+    default_subset = UNKNOWN_SUBSET if subset in ("all", "") else subset
     rows: dict[str, InstanceRow] = {}
     for entry in per_instance:
         if not isinstance(entry, dict) or entry.get("perturbation") is not None:
@@ -280,6 +288,18 @@ def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
         if instance_id not in rows:
             means = _stat_means(entry.get("stats"))
             rows[instance_id] = _row(instance_id, means, instances.get(instance_id, {}), default_subset)
+    return rows, instances
+
+
+def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
+    """One run's rows and its consistency warnings; raises :class:`_UnusableRunError`."""
+    name = os.path.basename(run_dir)
+    stats = _read_json(os.path.join(run_dir, "stats.json"))
+    try:
+        rows, instances = instance_rows(
+            run_dir, str(run_spec.get("scenario_spec", {}).get("args", {}).get("subset", UNKNOWN_SUBSET)))
+    except UnusableRunError as error:
+        raise _UnusableRunError(str(error)) from None
     model = str(run_spec.get("adapter_spec", {}).get("model", "unknown"))
     deployment = str(run_spec.get("adapter_spec", {}).get("model_deployment") or model)
     finished = os.path.getmtime(os.path.join(run_dir, "stats.json"))

@@ -6,7 +6,6 @@ Rendering is pure (strings from :class:`ReportData`); :func:`write_report` write
 from collections.abc import Sequence
 
 from helm_roboreward.core.leaderboard import PUBLISHED_LEADERBOARD
-from helm_roboreward.core.peer_metrics import GOLD_LABELS
 from helm_roboreward.media.paths import write_inside
 from helm_roboreward.presentation.report.analysis import ModelSummary, ReportData
 from helm_roboreward.presentation.report.bootstrap import Interval
@@ -31,7 +30,7 @@ from helm_roboreward.presentation.report.plots import (
 )
 from helm_roboreward.presentation.report.published import PUBLISHED_MARK, Placement
 from helm_roboreward.presentation.report.reward_model import RewardModelSummary
-from helm_roboreward.protocol import LEADERBOARD_URL, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
+from helm_roboreward.protocol import GOLD_LABELS, LEADERBOARD_URL, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
 
 REPORT_FILE = "report.md"
 
