@@ -107,6 +107,13 @@ def subset_group(subset: str) -> str:
     return f"roboreward_{subset}"
 
 
+PARENT_GROUP, SAMPLE_GROUP, ALL_SUBSETS_GROUP = "roboreward", "roboreward_sample", subset_group("all")
+SUBSET_PARENT_GROUPS = (PARENT_GROUP, SAMPLE_GROUP)
+"""The leaderboards whose columns are subsets: the benchmark's (and a local copy's) and the sample's."""
+LEADERBOARD_GROUPS = (*SUBSET_PARENT_GROUPS, ALL_SUBSETS_GROUP)
+"""Every leaderboard, in the order a suite's first one is shown: the subset leaderboards, then ``subset=all`` runs."""
+
+
 def robot_slug(robot: str) -> str:
     """A robot name as metric names hold it (``Google Robot`` -> ``google_robot``)."""
     return "_".join(part for part in "".join(ch.lower() if ch.isalnum() else "_" for ch in robot).split("_") if part)

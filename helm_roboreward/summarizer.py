@@ -63,10 +63,18 @@ from helm_roboreward.core.stats import (
 )
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.media.paths import media_objects
-from helm_roboreward.protocol import FRAME_FIELDS, MAX_SCORE, MIN_SCORE, PARSED, FrameOptions, subset_info
+from helm_roboreward.protocol import (
+    FRAME_FIELDS,
+    LEADERBOARD_GROUPS,
+    MAX_SCORE,
+    MIN_SCORE,
+    PARSED,
+    SUBSET_PARENT_GROUPS,
+    FrameOptions,
+    subset_info,
+)
 from helm_roboreward.routing import data_label, revision_label
 
-LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample")
 MEAN_HEADER = "Mean score"
 MEAN_DISPLAY = "Mean MAE (macro)"
 
@@ -282,7 +290,7 @@ class RoboRewardSummarizer(Summarizer):
     def create_group_tables_by_metric_group(self, group: RunGroup) -> list[Table]:
         """HELM's tables, plus the breakdown tables for the leaderboard groups."""
         tables = super().create_group_tables_by_metric_group(group)
-        if group.name in LEADERBOARD_GROUPS:
+        if group.name in SUBSET_PARENT_GROUPS:
             runs_by_model = self._group_runs(group.name)
             if runs_by_model:
                 tables += self._breakdown_tables(runs_by_model)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-LEADERBOARD_GROUPS = ("roboreward", "roboreward_sample", "roboreward_all")
+from helm_roboreward.protocol import LEADERBOARD_GROUPS
 
 
 def read_group_tables(suite_dir: str, group: str) -> list[dict[str, Any]] | None:

@@ -37,10 +37,13 @@ from helm_roboreward.core.stats import (
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.protocol import (
     ALL_KNOWN_SUBSETS,
+    ALL_SUBSETS_GROUP,
     DATASET_URL,
     OFFICIAL_SUBSETS,
     PAPER_URL,
+    PARENT_GROUP,
     ROBOTS,
+    SAMPLE_GROUP,
     SAMPLE_SUBSETS,
     UNKNOWN_ROBOT,
     Subset,
@@ -48,9 +51,6 @@ from helm_roboreward.protocol import (
     subset_info,
 )
 
-PARENT_GROUP = "roboreward"
-SAMPLE_GROUP = "roboreward_sample"
-ALL_SUBSETS_GROUP = subset_group("all")
 CATEGORY = "RoboRewardBench"
 HIDDEN_IN_LEADERBOARD = ["failure_modes", "scores", "kind_breakdown", REWARD_MODEL, EXPECTED, PEER]
 """The leaderboard shows one MAE column per subset; per-subset details live on each subset's page, and the

@@ -47,14 +47,11 @@ from helm_roboreward.presentation.report.bootstrap import (
     too_small_reason,
 )
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows
-from helm_roboreward.protocol import MAX_SCORE
+from helm_roboreward.protocol import EXPECTED, MAX_SCORE, PARSED
 
 STATISTICS = ("preference_accuracy", "ladder_accuracy", "ladder_tau_b", "clip_accuracy", "success_auroc",
               "success_f1", "success_mcc")
 """The statistics the report's table shows (precision and recall, with their intervals, are in the CSV)."""
-
-PARSED = "parsed"
-EXPECTED = "expected"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,14 @@ from helm_roboreward.presentation.report.plots import (
 )
 from helm_roboreward.presentation.report.published import PUBLISHED_MARK, Placement
 from helm_roboreward.presentation.report.reward_model import RewardModelSummary
-from helm_roboreward.protocol import GOLD_LABELS, LEADERBOARD_URL, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS, subset_info
+from helm_roboreward.protocol import (
+    EXPECTED,
+    GOLD_LABELS,
+    LEADERBOARD_URL,
+    OFFICIAL_SUBSET_IDS,
+    SAMPLE_SUBSET_IDS,
+    subset_info,
+)
 
 REPORT_FILE = "report.md"
 
@@ -243,7 +250,7 @@ def _reward_model(data: ReportData) -> list[str]:
             for summary in data.reward_models]
     lines += _table(header, rows)
     without = [model.display_name for model in data.models
-               if not any(s.model == model.model and s.score == "expected" for s in data.reward_models)]
+               if not any(s.model == model.model and s.score == EXPECTED for s in data.reward_models)]
     if len(without) < len(data.models):
         lines += ["", "Models without recorded expected scores (no `score=expected` run, or a client without "
                   "log-probabilities) are shown on their parsed scores only: "

@@ -223,7 +223,8 @@ def test_analyse_ranks_models_flags_small_subsets_and_pairs_them():
 def test_a_failed_row_the_run_left_out_leaves_every_reward_model_statistic():
     """failed=skip: the failed gold-5 row has no error; it must not count as a predicted 1 in success detection."""
     from helm_roboreward.presentation.report.calibration import summarize_calibration
-    from helm_roboreward.presentation.report.reward_model import PARSED, summarize_model
+    from helm_roboreward.presentation.report.reward_model import summarize_model
+    from helm_roboreward.protocol import PARSED
 
     answered = [row("a", 5, 5), row("b", 2, 2)]
     skipped = ModelRows("m", "M", answered + [row("c", 5, 0, failed=True)], {})

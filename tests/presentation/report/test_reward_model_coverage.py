@@ -19,8 +19,8 @@ import pytest
 
 from helm_roboreward.data.rows import MetadataRow, episode_key, infer_kind
 from helm_roboreward.presentation.report.loading import InstanceRow, ModelRows
-from helm_roboreward.presentation.report.reward_model import PARSED, RewardModelSummary, summarize_model
-from helm_roboreward.protocol import subset_info
+from helm_roboreward.presentation.report.reward_model import RewardModelSummary, summarize_model
+from helm_roboreward.protocol import PARSED, subset_info
 from tests.helpers.real_pattern_copy import (
     CopyRow,
     OxeEpisode,
