@@ -1,7 +1,4 @@
-"""The package's HELM configuration files: model metadata and deployments (what ``prod_env/`` links to).
-
-A package only so that its place can be found without importing HELM (presentation code reads these files).
-"""
+"""The package's HELM configuration files, a package only so that presentation code finds them without HELM."""
 
 import os
 

@@ -1,16 +1,9 @@
-"""Reading and writing files safely: a file's digest, atomic writes and copies, file modes, JSON objects.
+"""Reading and writing files safely: the one file digest, atomic writes and copies, file modes, JSON objects.
 
-The one place the package hashes a file or writes one atomically (every cache, report and project file goes
-through :func:`write_atomically`). A write goes to a unique temporary file created exclusively in the
-destination folder, then is renamed over the destination: readers see the old file or the new one, never a
-partial file, and a link planted at the destination (or at any fixed temporary name) is replaced, never
-written through.
-
-File modes follow the process umask as a plain ``open`` would (``0o666 & ~umask``): 0644 under the usual
-umask 022, 0664 under 002, so a cache shared by a group stays readable by it (``tempfile.mkstemp`` alone
-would leave every file 0600). No HELM, no network.
+How a write stays atomic and link-safe, and which modes files get: docs/data.md. No HELM, no network.
 """
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -19,12 +12,14 @@ import shutil
 import stat
 import tempfile
 import threading
+from collections.abc import Iterator
+from typing import BinaryIO
 
 _HASH_BLOCK = 1 << 20
-_FICLONE = 0x40049409
-"""Linux ``ioctl`` request that makes the destination share the source's blocks copy-on-write (Btrfs, XFS)."""
-
+_FICLONE = 0x40049409  # Linux ioctl: share the source's blocks copy-on-write (a reflink)
 _UMASK_LOCK = threading.Lock()
+
+
 def file_digest(path: str) -> str:
     """The SHA-256 of a file's bytes (hex), read in blocks."""
     digest = hashlib.sha256()
@@ -34,75 +29,46 @@ def file_digest(path: str) -> str:
     return digest.hexdigest()
 
 
-def current_umask() -> int:
-    """The process umask, read without changing it where the system allows (Linux ``/proc``)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    with _UMASK_LOCK:  # elsewhere: set and restore (briefly visible to other threads, hence the lock)
-        mask = os.umask(0o022)
-        os.umask(mask)
-        return mask
-
-
 def file_mode() -> int:
-    """The mode a new cache file gets: what ``open`` would give under the current umask."""
-    return 0o666 & ~current_umask()
+    """The mode ``open`` would give a new file under the process umask."""
+    try:  # read the umask without changing it where the system allows
+        with open("/proc/self/status", encoding="ascii") as handle:
+            umask = next(int(line.split()[1], 8) for line in handle if line.startswith("Umask:"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        with _UMASK_LOCK:  # set and restore: briefly visible to other threads
+            umask = os.umask(0o022)
+            os.umask(umask)
+    return 0o666 & ~umask
 
 
-def _temporary_in(directory: str) -> "tuple[int, str]":
-    """A new, exclusively created temporary file in ``directory`` (never an existing name or a link)."""
-    return tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
-
-
-def _discard(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a unique temporary file in the same folder and a rename.
-
-    Readers see either no file or the complete file; concurrent writers of identical content
-    simply replace each other. A link planted at ``path`` is replaced, never written through. The
-    temporary file is removed if anything fails.
-    """
-    handle, temporary = _temporary_in(os.path.dirname(path) or ".")
+@contextlib.contextmanager
+def _replacing(path: str) -> Iterator[BinaryIO]:
+    """A new temporary file next to ``path``, renamed over it when the block succeeds and removed otherwise."""
+    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=os.path.dirname(path) or ".")
     try:
         with os.fdopen(handle, "wb") as out:
             os.fchmod(out.fileno(), file_mode())
-            out.write(data)
+            yield out
         os.replace(temporary, path)
     except BaseException:
-        _discard(temporary)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
         raise
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path``: readers see no file or the complete file, and a link at ``path`` is replaced."""
+    with _replacing(path) as out:
+        out.write(data)
 
 
 def copy_atomically(source: str, target: str) -> None:
-    """Copy ``source`` to ``target`` as a new file (never a link to it), through a temporary file and a rename.
-
-    Where the file system can, the copy shares the source's blocks copy-on-write (a reflink: instant, no
-    extra space, and still a separate file: writing to one never changes the other); otherwise the bytes
-    are copied.
-    """
-    handle, temporary = _temporary_in(os.path.dirname(target) or ".")
-    try:
-        with os.fdopen(handle, "wb") as out, open(source, "rb") as src:
-            os.fchmod(out.fileno(), file_mode())
-            try:
-                fcntl.ioctl(out.fileno(), _FICLONE, src.fileno())
-            except OSError:
-                shutil.copyfileobj(src, out, _HASH_BLOCK)
-        os.replace(temporary, target)
-    except BaseException:
-        _discard(temporary)
-        raise
+    """Copy ``source`` to ``target`` as a new file (a reflink where the file system can), atomically."""
+    with _replacing(target) as out, open(source, "rb") as src:
+        try:
+            fcntl.ioctl(out.fileno(), _FICLONE, src.fileno())
+        except OSError:
+            shutil.copyfileobj(src, out, _HASH_BLOCK)
 
 
 def read_json_file(path: str) -> dict[str, object] | None:

@@ -1,8 +1,6 @@
 """Benchmark rows from ``<root>/test/metadata.jsonl``, validated, with their kind and source episode.
 
-A row becomes a :class:`Rollout` only when every field is valid and its video lies inside the
-data folder. Every problem is reported with the file, the line and the field, and what to do;
-all invalid rows are listed at once so a broken download is fixed in one go.
+Every problem names the file, line and field and says what to do; the validation rules are in docs/data.md.
 """
 
 import json
@@ -15,25 +13,16 @@ from dataclasses import dataclass
 from helm_roboreward.data.naming import CLIP_NAME, OXE_EPISODE_NAME, clip_name_score, cluster_of, episode_of
 from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
 
-REQUIRED_FIELDS = ("file_name", "task", "reward")
 MAX_REPORTED_PROBLEMS = 20
 
-NATURAL = "natural"
-CLIP = "clip"
-COUNTERFACTUAL = "counterfactual"
-ORIGINAL = "original"
+NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL = "natural", "clip", "counterfactual", "original"
 KINDS = (NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL)
 """Augmentation kinds (docs/protocol.md, section 1); the dataset has no field for them, they are inferred."""
 
+# Characters that draw nothing: controls, format characters, separators, and blank letters of other categories.
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
-"""Unicode categories that draw nothing: controls, format characters (U+200B..U+200D, U+2060, U+FEFF, ...),
-spaces and line/paragraph separators."""
-
 _BLANK_CHARACTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
-"""Characters of other categories that also render as nothing (combining grapheme joiner, Hangul fillers, ...)."""
-
-_JSON_WHITESPACE = " \t\r"
-"""What may surround a JSON value on one line (RFC 8259; a newline ends the line)."""
+_JSON_WHITESPACE = " \t\r"  # what may surround a JSON value on one line (RFC 8259)
 
 
 class DataError(ValueError):
@@ -44,12 +33,8 @@ class DataError(ValueError):
 class MetadataRow:
     """One validated line of ``metadata.jsonl``."""
 
-    line: int
-    """1-based line number in the metadata file."""
-
-    file_name: str
-    """Path relative to the split folder: ``<subset>/<name>.mp4``."""
-
+    line: int  # 1-based
+    file_name: str  # relative to the split folder: <subset>/<name>.mp4
     task: str
     reward: int
 
@@ -69,30 +54,15 @@ class Rollout:
     """A benchmark row whose video was found: everything needed to build an instance."""
 
     row: MetadataRow
-    video_path: str
-    """Absolute path of the mp4 on this machine."""
-
-    kind: str
-    """One of :data:`KINDS`."""
-
-    episode: str
-    """Source episode key: an episode's clips and copies, and the camera views of one arena rollout share it."""
-
+    video_path: str  # absolute
+    kind: str  # one of KINDS
+    episode: str  # episode_key
     robot: str
-
-    cluster: str = ""
-    """Bootstrap cluster key by name: a RoboArena session, else the episode (see :func:`cluster_key`)."""
+    cluster: str = ""  # cluster_key
 
 
 def infer_kind(row: MetadataRow) -> str:
-    """The augmentation kind of a row, following docs/protocol.md, section 1.
-
-    Natural subsets hold only natural rollouts; ``..._attempt_<n>_score_<k>`` names are temporal
-    clips; the remaining rows are counterfactual relabels when their reward is below 5 and original
-    successes otherwise. That inference holds for the Open X-Embodiment subsets RoboReward built; a subset this
-    package does not know (a user's own data, e.g. a LeRobot import) is natural rollouts unless its names follow
-    those OXE patterns.
-    """
+    """The augmentation kind of a row (docs/protocol.md, section 1; unknown subsets: docs/data.md)."""
     if subset_info(row.subset).natural:
         return NATURAL
     if row.subset not in ALL_KNOWN_SUBSETS and not (CLIP_NAME.match(row.stem) or OXE_EPISODE_NAME.match(row.stem)):
@@ -103,28 +73,17 @@ def infer_kind(row: MetadataRow) -> str:
 
 
 def episode_key(row: MetadataRow) -> str:
-    """The source-episode key, ``<subset>/<episode>`` (rules: ``data/naming.py``).
-
-    A RoboArena rollout (both camera views), or an OXE episode: its original under any copy suffix, the relabels
-    named after it and its clips.
-    """
+    """The source-episode key, ``<subset>/<episode>`` (rules: ``data/naming.py``)."""
     return f"{row.subset}/{episode_of(row.stem, subset_info(row.subset).natural)}"
 
 
 def cluster_key(row: MetadataRow) -> str:
-    """The bootstrap cluster key by name, ``<subset>/<key>``: a RoboArena session (one uuid), else the episode.
-
-    Rows with byte-identical videos belong together too; that link comes from the bytes (the report).
-    """
+    """The bootstrap cluster key by name, ``<subset>/<key>``: a RoboArena session, else the episode."""
     return f"{row.subset}/{cluster_of(row.stem, subset_info(row.subset).natural)}"
 
 
 def clip_label_problem(row: MetadataRow) -> str | None:
-    """The data error of a temporal clip whose name's score is not its label, or None.
-
-    In the test split the ``k`` of ``..._attempt_<m>_score_<k>`` equals the row's reward for all 791 clips, so a
-    difference means the metadata or the file was changed or mixed up.
-    """
+    """The data error of a temporal clip whose name's score is not its label, or None."""
     if infer_kind(row) != CLIP:
         return None
     named = clip_name_score(row.stem)
@@ -146,12 +105,7 @@ def has_visible_character(text: str) -> bool:
 
 
 def jsonl_lines(text: str) -> list[str]:
-    r"""The lines of a JSON Lines text: split at "\n" only, one trailing "\r" dropped per line.
-
-    ``str.splitlines`` would also split at U+2028, U+2029, U+0085, \x1c..\x1e, \x0b and \x0c; JSON allows the
-    first three raw inside strings, so a task holding one would become two broken rows and shift every later
-    line number.
-    """
+    r"""The lines of a JSON Lines text: split at "\n" only (not ``str.splitlines``), one trailing "\r" dropped."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line
@@ -164,28 +118,17 @@ def metadata_path(root: str) -> str:
 
 
 def read_metadata(path: str, check_clip_labels: bool = True) -> list[MetadataRow]:
-    """Read and validate a ``metadata.jsonl`` file.
+    """The validated rows of a ``metadata.jsonl`` file, in file order; every invalid row is listed in the error.
 
-    Args:
-        path: The metadata file.
-        check_clip_labels: A clip whose name's score differs from its reward is an invalid row
-            (:func:`clip_label_problem`); ``roboreward audit`` turns this off to count such rows instead.
-
-    Returns:
-        The rows in file order.
-
-    Raises:
-        DataError: The file is missing, unreadable, empty, or has invalid rows (all are listed).
+    ``check_clip_labels=False`` accepts clips whose name's score is not their reward (``roboreward audit`` counts them).
     """
     raw = _read_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         bad_line = raw[: error.start].count(b"\n") + 1
-        raise DataError(
-            f"{path}, line {bad_line}: not valid UTF-8 ({error.reason} at byte {error.start}). "
-            "Re-download the metadata or re-save it as UTF-8."
-        ) from None
+        raise DataError(f"{path}, line {bad_line}: not valid UTF-8 ({error.reason} at byte {error.start}). "
+                        "Re-download the metadata or re-save it as UTF-8.") from None
     rows: list[MetadataRow] = []
     problems: list[str] = []
     first_line_of: dict[str, int] = {}
@@ -210,7 +153,8 @@ def read_metadata(path: str, check_clip_labels: bool = True) -> list[MetadataRow
             continue
         rows.append(row)
     if problems:
-        raise DataError(_problem_report(path, problems))
+        raise DataError(_listing(f"{path}: {len(problems)} invalid row(s); fix or re-download the metadata file:",
+                                 problems, "  "))
     if not rows:
         raise DataError(f"{path}: no rows. The metadata file is empty; re-download the dataset.")
     return rows
@@ -218,10 +162,8 @@ def read_metadata(path: str, check_clip_labels: bool = True) -> list[MetadataRow
 
 def _read_bytes(path: str) -> bytes:
     if not os.path.exists(path):
-        raise DataError(
-            f"{path}: metadata file not found. A data folder must contain {TEST_SPLIT}/{METADATA_FILE} "
-            f"and {TEST_SPLIT}/<subset>/*.mp4 (the layout of the Hugging Face dataset)."
-        )
+        raise DataError(f"{path}: metadata file not found. A data folder must contain {TEST_SPLIT}/{METADATA_FILE} "
+                        f"and {TEST_SPLIT}/<subset>/*.mp4 (the layout of the Hugging Face dataset).")
     if os.path.isdir(path):
         raise DataError(f"{path}: is a folder, expected the metadata file {METADATA_FILE}.")
     try:
@@ -231,13 +173,12 @@ def _read_bytes(path: str) -> bytes:
         raise DataError(f"{path}: cannot read the metadata file ({error.strerror}). Check its permissions.") from None
 
 
-def _problem_report(path: str, problems: list[str]) -> str:
+def _listing(header: str, problems: list[str], indent: str = "") -> str:
+    """``header``, then the first :data:`MAX_REPORTED_PROBLEMS` problems and how many more there are."""
     shown = problems[:MAX_REPORTED_PROBLEMS]
-    more = len(problems) - len(shown)
-    lines = [f"{path}: {len(problems)} invalid row(s); fix or re-download the metadata file:"]
-    lines += [f"  {problem}" for problem in shown]
-    if more:
-        lines.append(f"  ... and {more} more")
+    lines = [header] + [indent + problem for problem in shown]
+    if len(problems) > len(shown):
+        lines.append(f"{indent}... and {len(problems) - len(shown)} more")
     return "\n".join(lines)
 
 
@@ -248,7 +189,7 @@ def _parse_row(line: str, number: int) -> MetadataRow:
         raise DataError(f"line {number}: not valid JSON ({error.msg}: column {error.colno})") from None
     if not isinstance(record, dict):
         raise DataError(f"line {number}: expected a JSON object, got {type(record).__name__}")
-    for field in REQUIRED_FIELDS:
+    for field in ("file_name", "task", "reward"):
         if field not in record:
             raise DataError(f"line {number}, field {field!r}: missing")
     file_name, task, reward = record["file_name"], record["task"], record["reward"]
@@ -275,20 +216,14 @@ def _check_file_name(file_name: str, number: int) -> None:
         raise DataError(f"{where}: {file_name!r} must be a relative path '<subset>/<name>.mp4'")
     parts = file_name.split("/")
     if len(parts) < 2 or any(part in ("", ".", "..") for part in parts):
-        raise DataError(
-            f"{where}: {file_name!r} must be '<subset>/<name>.mp4' inside the split folder "
-            "(no empty, '.' or '..' components)"
-        )
+        raise DataError(f"{where}: {file_name!r} must be '<subset>/<name>.mp4' inside the split folder "
+                        "(no empty, '.' or '..' components)")
     if "\x00" in file_name:
         raise DataError(f"{where}: contains a NUL character")
 
 
 def select_rows(rows: Sequence[MetadataRow], subsets: Sequence[str] | None, source: str) -> list[MetadataRow]:
-    """Keep the rows of the requested subsets (all when ``subsets`` is None).
-
-    Raises:
-        DataError: A requested subset has no rows in this data; the message lists the available ones.
-    """
+    """The rows of the requested subsets (all when ``subsets`` is None); an unknown subset is a :class:`DataError`."""
     if subsets is None:
         return list(rows)
     available = sorted({row.subset for row in rows})
@@ -304,17 +239,7 @@ def select_rows(rows: Sequence[MetadataRow], subsets: Sequence[str] | None, sour
 
 
 def locate_video(split_dir: str, row: MetadataRow, trusted_root: str | None = None) -> str:
-    """The absolute path of a row's video, checked to exist and to stay inside the data.
-
-    Args:
-        split_dir: The split folder (``<root>/test``).
-        row: The row.
-        trusted_root: Folder that symlink targets must stay in; defaults to ``split_dir``. The
-            Hugging Face cache links snapshot files to blobs, so it passes the repository cache folder.
-
-    Raises:
-        DataError: The video is missing, a folder or another non-regular file, empty, or resolves outside the data.
-    """
+    """The real path of a row's video: an existing, non-empty regular file inside ``trusted_root or split_dir``."""
     path = os.path.join(split_dir, *row.file_name.split("/"))
     where = f"{os.path.join(split_dir, METADATA_FILE)}, line {row.line}, field 'file_name'"
     real = os.path.realpath(path)
@@ -324,16 +249,12 @@ def locate_video(split_dir: str, row: MetadataRow, trusted_root: str | None = No
                         "Replace the link with the file itself.")
     if not os.path.exists(real):
         raise DataError(f"{where}: video {path} not found. Re-download the subset {row.subset!r}.")
+    fix = (f"Replace it with the mp4 the row names (Re-download the subset {row.subset!r}), or remove the row from "
+           f"{METADATA_FILE}.")
     if os.path.isdir(real):
-        raise DataError(
-            f"{where}: {path} is a folder, not a video file (not a regular file). Replace it with the mp4 the row "
-            f"names (Re-download the subset {row.subset!r}), or remove the row from {METADATA_FILE}."
-        )
+        raise DataError(f"{where}: {path} is a folder, not a video file (not a regular file). {fix}")
     if not os.path.isfile(real):
-        raise DataError(
-            f"{where}: {path} is not a regular file (a device, socket or pipe). Replace it with the mp4 the row "
-            f"names (Re-download the subset {row.subset!r}), or remove the row from {METADATA_FILE}."
-        )
+        raise DataError(f"{where}: {path} is not a regular file (a device, socket or pipe). {fix}")
     if os.path.getsize(real) == 0:
         raise DataError(f"{where}: video {path} is empty (0 bytes). Re-download the subset {row.subset!r}.")
     return real
@@ -342,20 +263,10 @@ def locate_video(split_dir: str, row: MetadataRow, trusted_root: str | None = No
 def collect_rollouts(
     root: str, subsets: Sequence[str] | None, source: str, trusted_root: str | None = None
 ) -> tuple[list[Rollout], list[str]]:
-    """Read and validate the metadata, then locate every row's video, keeping going past bad videos.
+    """The rollouts whose video was found, in metadata order, and one message per row whose video was not.
 
-    Args:
-        root: The data root holding ``test/metadata.jsonl``.
-        subsets: Subset ids, or None for all.
-        source: How the data was chosen (for messages), e.g. ``data=sample``.
-        trusted_root: See :func:`locate_video`.
-
-    Returns:
-        The rollouts whose video was found, in metadata order, and one message per row whose video
-        was not (missing, empty, outside the data folder).
-
-    Raises:
-        DataError: The metadata itself is invalid (every invalid row is listed).
+    ``source`` says how the data was chosen (for messages, e.g. ``data=sample``); invalid metadata is a
+    :class:`DataError`.
     """
     split_dir = os.path.join(root, TEST_SPLIT)
     rows = select_rows(read_metadata(metadata_path(root)), subsets, source)
@@ -377,14 +288,8 @@ def collect_rollouts(
 def load_rollouts(
     root: str, subsets: Sequence[str] | None, source: str, trusted_root: str | None = None
 ) -> list[Rollout]:
-    """Like :func:`collect_rollouts`, but any missing or unusable video is an error.
-
-    Raises:
-        DataError: Anything invalid; every bad row is listed.
-    """
+    """Like :func:`collect_rollouts`, but any missing or unusable video is a :class:`DataError`."""
     rollouts, problems = collect_rollouts(root, subsets, source, trusted_root)
     if problems:
-        shown = problems[:MAX_REPORTED_PROBLEMS]
-        extra = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
-        raise DataError(f"{len(problems)} video problem(s) in {source}:\n" + "\n".join(shown) + extra)
+        raise DataError(_listing(f"{len(problems)} video problem(s) in {source}:", problems))
     return rollouts

@@ -1,12 +1,6 @@
-"""Where the benchmark data comes from: the Hugging Face hub, a local copy, or the bundled sample.
+"""Where the benchmark data comes from: the Hugging Face hub (``data=hf``), the bundled sample or a local copy.
 
-The run-entry argument ``data`` picks one:
-
-- ``hf`` (default): ``teetone/RoboReward`` on the hub, only ``test/metadata.jsonl`` and the
-  videos of the requested subsets, at ``revision``; the resolved commit is recorded.
-- ``sample``: the small sample shipped inside this package (offline demo and tests).
-- any other value: a folder holding a local copy in the same layout
-  (``<dir>/test/metadata.jsonl`` and ``<dir>/test/<subset>/*.mp4``).
+What each ``data`` value means and what revision it records: docs/data.md.
 """
 
 import os
@@ -20,26 +14,19 @@ from helm_roboreward.protocol import DATASET_ID, DATASET_REVISION, TEST_SPLIT
 
 HUB = "hf"
 SAMPLE = "sample"
+# The revision of the sample or of a local copy: the prefix, then a digest of its metadata.
 SAMPLE_REVISION_PREFIX = "sample-"
 LOCAL_REVISION_PREFIX = "local-"
-"""The revision a run of the sample or of a local copy records: the prefix, then a digest of its metadata."""
 
 
 @dataclass(frozen=True)
 class DataSource:
     """A resolved data source: a local folder in the dataset layout and its provenance."""
 
-    data: str
-    """The ``data`` argument as given."""
-
-    root: str
-    """Absolute folder holding ``test/metadata.jsonl``."""
-
-    revision: str
-    """What identifies the data: the resolved hub commit, or a hash of the local metadata file."""
-
-    trusted_root: str
-    """Folder that video files (after following links) must stay in."""
+    data: str  # the argument as given
+    root: str  # absolute folder holding test/metadata.jsonl
+    revision: str  # the resolved hub commit, or a digest of the local metadata
+    trusted_root: str  # folder that videos (links followed) must stay in
 
     @property
     def description(self) -> str:
@@ -55,34 +42,28 @@ def sample_root() -> str:
 def resolve_data_source(
     data: str, revision: str = DATASET_REVISION, subsets: Sequence[str] | None = None
 ) -> DataSource:
-    """Turn the ``data`` argument into a local folder, downloading from the hub when asked.
+    """Turn ``data`` (``hf``, ``sample`` or a folder) into a local folder, downloading ``subsets`` from the hub.
 
-    Args:
-        data: ``hf``, ``sample`` or a folder path.
-        revision: Hub revision (only for ``hf``).
-        subsets: Subsets to download (only for ``hf``); None downloads the whole test split.
-
-    Raises:
-        DataError: The value names no folder, the folder lacks the layout, or the download failed.
+    ``revision`` and ``subsets`` (None: the whole test split) apply to ``hf`` only; a problem is a :class:`DataError`.
     """
     if data == HUB:
         return _hub_source(revision, subsets)
     if data == SAMPLE:
-        root = sample_root()
-        return DataSource(data, root, f"{SAMPLE_REVISION_PREFIX}{_metadata_digest(root)}",
-                          os.path.join(root, TEST_SPLIT))
+        return _local_source(data, sample_root(), SAMPLE_REVISION_PREFIX)
     root = os.path.abspath(os.path.expanduser(data))
+    layout = f"{TEST_SPLIT}/metadata.jsonl and {TEST_SPLIT}/<subset>/*.mp4."
     if not os.path.isdir(root):
-        raise DataError(
-            f"data={data!r}: not 'hf', 'sample' or an existing folder. Give the folder of a local copy "
-            f"holding {TEST_SPLIT}/metadata.jsonl and {TEST_SPLIT}/<subset>/*.mp4."
-        )
+        raise DataError(f"data={data!r}: not 'hf', 'sample' or an existing folder. Give the folder of a local copy "
+                        f"holding {layout}")
     if not os.path.isfile(metadata_path(root)):
-        raise DataError(
-            f"data={data!r}: {metadata_path(root)} not found. A local copy must use the dataset layout: "
-            f"{TEST_SPLIT}/metadata.jsonl and {TEST_SPLIT}/<subset>/*.mp4."
-        )
-    return DataSource(data, root, f"{LOCAL_REVISION_PREFIX}{_metadata_digest(root)}", os.path.join(root, TEST_SPLIT))
+        raise DataError(f"data={data!r}: {metadata_path(root)} not found. A local copy must use the dataset layout: "
+                        f"{layout}")
+    return _local_source(data, root, LOCAL_REVISION_PREFIX)
+
+
+def _local_source(data: str, root: str, prefix: str) -> DataSource:
+    digest = file_digest(metadata_path(root))[:16]
+    return DataSource(data, root, f"{prefix}{digest}", os.path.join(root, TEST_SPLIT))
 
 
 def _hub_source(revision: str, subsets: Sequence[str] | None) -> DataSource:
@@ -95,7 +76,3 @@ def _hub_source(revision: str, subsets: Sequence[str] | None) -> DataSource:
     # Snapshot files link to blobs two folders up (<repo cache>/snapshots/<sha>/ -> <repo cache>/blobs/).
     repo_cache = os.path.dirname(os.path.dirname(os.path.realpath(split.root)))
     return DataSource(HUB, split.root, split.commit, repo_cache)
-
-
-def _metadata_digest(root: str) -> str:
-    return file_digest(metadata_path(root))[:16]

@@ -1,11 +1,6 @@
-"""Which models their provider has retired, and which names are aliases: the one table for both.
+"""Which models their provider has retired, and which names are aliases: the one table for both (docs/data.md).
 
-A retired model's metadata and deployment stay registered (so old suites still summarize with its display
-name), but a ``roboreward`` run naming it stops at run-spec expansion, before any request, with its successor
-(:func:`check_not_retired`). ``roboreward models`` shows the same status.
-
-Sources are the providers' pages, cited per entry. ``ROBOREWARD_ALLOW_RETIRED=1`` in the environment lets a run
-name a retired model anyway (replaying a suite from HELM's request cache, or an account that still serves it).
+A run naming a retired model stops before any request with its successor, unless ``ROBOREWARD_ALLOW_RETIRED=1``.
 """
 
 import datetime
@@ -13,21 +8,15 @@ import os
 from dataclasses import dataclass
 
 ALLOW_RETIRED_VARIABLE = "ROBOREWARD_ALLOW_RETIRED"
-"""Environment variable: ``1`` lets runs name retired models (their requests fail unless HELM's cache answers)."""
 
 
 @dataclass(frozen=True)
 class Retirement:
-    """A model its provider turned off."""
+    """A model its provider turned off: when, the model (``org/name``) to run instead, and the provider's page."""
 
     date: datetime.date
-    """The day the provider shut the model down (its API id stops answering)."""
-
     successor: str
-    """The model name (HELM ``org/name``) to run instead."""
-
     source: str
-    """The provider page saying so."""
 
 
 RETIRED_MODELS: dict[str, Retirement] = {
@@ -38,13 +27,11 @@ RETIRED_MODELS: dict[str, Retirement] = {
         datetime.date(2026, 3, 9), "google/gemini-3.1-pro-preview",
         "https://ai.google.dev/gemini-api/docs/deprecations"),
 }
-"""Retired model -> when, the successor and the source. Their metadata stays (old suites keep display names)."""
 
-ALIASES: dict[str, str] = {
+ALIASES: dict[str, str] = {  # old name -> the model it now runs (same API id and settings)
     "openai/gpt-5.5": "openai/gpt-5.5-2026-04-23",
     "openai/gpt-5.5-xhigh": "openai/gpt-5.5-2026-04-23-xhigh-reasoning-effort",
 }
-"""Names this package used before -> the model they now run (same API id and settings; kept for old suites)."""
 
 
 def retirement_of(model: str) -> Retirement | None:
@@ -80,11 +67,7 @@ def retired_message(model: str, retirement: Retirement) -> str:
 
 
 def check_not_retired(model: str) -> None:
-    """Stop a run naming a model its provider retired, with the successor (unless ``ROBOREWARD_ALLOW_RETIRED=1``).
-
-    Raises:
-        ValueError: ``model`` is retired (see :data:`RETIRED_MODELS`).
-    """
+    """Raise ValueError for a model its provider retired (:func:`retired_message`), unless runs may name it."""
     retirement = retirement_of(model)
     if retirement is not None and not retired_runs_allowed():
         raise ValueError(retired_message(model, retirement))

@@ -1,7 +1,9 @@
-"""Registering the package's model metadata and deployments with HELM, without duplicates."""
+"""Registering the package's model metadata, deployments and twin deployments with HELM, without duplicates.
+
+Twins, registration order and HELM's default deployments: docs/data.md.
+"""
 
 import dataclasses
-import fnmatch
 import functools
 import os
 
@@ -36,11 +38,7 @@ from helm_roboreward.protocol import (
 )
 
 LAYOUT_OPTION, DECODING_OPTION, SCORE_OPTION = "layout", "decoding", "score"
-LOGPROBS_TOP_N = 20
-"""``score=expected`` runs on a twin whose client records the answer token's top 20 alternatives: the most
-OpenAI-compatible servers return (OpenAI's and vLLM's default ``--max-logprobs``), enough that the digits 1..5 are
-among them whenever they carry appreciable probability."""
-
+LOGPROBS_TOP_N = 20  # the most OpenAI-compatible servers return (vLLM's default --max-logprobs)
 LOGPROBS_CLIENTS = (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT)
 """The clients that can record the answer's token log-probabilities (their ``top_logprobs`` argument)."""
 
@@ -49,29 +47,22 @@ LOGPROBS_CLIENTS = (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT)
 class DeploymentVariant:
     """A named departure served by a twin of a deployment (same model and credentials, own client or args)."""
 
-    option: str
-    """Run-entry argument that asks for it (``layout``, ``decoding``, ``score``)."""
-
+    option: str  # the run-entry argument that asks for it
     value: str
-    """The argument's value (``one_message``, ``greedy``, ``expected``)."""
-
-    suffix: str
-    """Twin name = deployment name + suffix."""
-
-    named_by_routing: bool = True
-    """True when the routing adds ``<option>=<value>`` to the run name where the deployment serves it. False for
-    ``score=expected``: the run spec names it always, since it changes the metric for every model, and the
-    twin only makes a client able to record what the metric reads."""
+    suffix: str  # twin name = deployment name + suffix
+    named_by_routing: bool = True  # False: the run spec names it always (score=expected)
 
     def applies_to(self, deployment: ModelDeployment) -> bool:
         """True when ``deployment`` is one this variant has a twin of."""
         client = deployment.client_spec
         if self.option == LAYOUT_OPTION:
-            return client.class_name == HELM_GEMINI_CLIENT and _is_gemini(deployment.model_name or "")
+            model = (deployment.model_name or "").lower()
+            return client.class_name == HELM_GEMINI_CLIENT and model.startswith("google/gemini")
+        if client.class_name not in LOGPROBS_CLIENTS:  # greedy and logprobs twins: the package's own clients only
+            return False
         if self.option == SCORE_OPTION:
-            return client.class_name in LOGPROBS_CLIENTS and not client.args.get("top_logprobs")
-        return client.class_name in (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT) and (
-            client.args.get("decoding") == CHECKPOINT)
+            return not client.args.get("top_logprobs")
+        return bool(client.args.get("decoding") == CHECKPOINT)
 
     def twin(self, deployment: ModelDeployment) -> ModelDeployment:
         """The twin deployment of ``deployment``."""
@@ -91,9 +82,11 @@ class DeploymentVariant:
         client = deployment.client_spec
         if self.option == LAYOUT_OPTION:
             return client.class_name == ONE_MESSAGE_GEMINI_CLIENT
+        if client.class_name not in LOGPROBS_CLIENTS:
+            return False
         if self.option == SCORE_OPTION:
-            return client.class_name in LOGPROBS_CLIENTS and bool(client.args.get("top_logprobs"))
-        return client.class_name in (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT) and client.args.get("decoding") == GREEDY
+            return bool(client.args.get("top_logprobs"))
+        return bool(client.args.get("decoding") == GREEDY)
 
 
 VARIANTS = (
@@ -101,23 +94,11 @@ VARIANTS = (
     DeploymentVariant(DECODING_OPTION, GREEDY, "-greedy"),
     DeploymentVariant(SCORE_OPTION, EXPECTED, "-logprobs", named_by_routing=False),
 )
-"""Every departure served by twin deployments, in the order they combine: ``decoding=greedy`` with
-``score=expected`` runs on ``<deployment>-greedy-logprobs``. The run name shows ``<option>=<value>`` when one
-is used."""
-
-GEMINI_TWIN_SUFFIX = VARIANTS[0].suffix
-"""``google/gemini-2.5-pro`` -> ``google/gemini-2.5-pro-one-message`` (same host, so the same credentials)."""
+"""Every departure served by twin deployments, in the order they combine (``<deployment>-greedy-logprobs``)."""
 
 
 def register_package_models() -> list[str]:
-    """Register the package's models and deployments that HELM does not know yet.
-
-    HELM registers ``--local-path`` configuration before it imports plugins; registering the same
-    model twice would list it twice under ``model=vlm``, so known names are skipped.
-
-    Returns:
-        The names newly registered (models and deployments).
-    """
+    """Register the package's models, deployments and twins that HELM does not know yet; returns the names added."""
     added: list[str] = []
     for model in _package_metadata():
         if model.name not in MODEL_NAME_TO_MODEL_METADATA:
@@ -125,9 +106,7 @@ def register_package_models() -> list[str]:
             added.append(model.name)
     for deployment in _package_deployments():
         if deployment.model_name not in MODEL_NAME_TO_MODEL_METADATA:
-            # A HELM built-in model whose metadata is not loaded yet (HELM would invent placeholder metadata
-            # and list the model twice later); helm-run always loads the built-ins before plugins.
-            continue
+            continue  # a HELM built-in model not loaded yet: HELM would invent placeholder metadata
         if deployment.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
             _register(deployment)
             added.append(deployment.name)
@@ -137,14 +116,9 @@ def register_package_models() -> list[str]:
 
 
 def _register(deployment: ModelDeployment) -> None:
-    """Register a deployment with HELM's own function, leaving the model's metadata as it was.
-
-    HELM's ``register_model_deployment`` appends the deployment's name to its model's ``deployment_names``
-    (bookkeeping nothing in HELM 0.5.16 reads); for a model HELM ships, that list stays as HELM built it.
-    """
+    """Register a deployment with HELM's function, keeping the ``deployment_names`` HELM built for its own models."""
     metadata = MODEL_NAME_TO_MODEL_METADATA.get(deployment.model_name or "")
-    before = None if metadata is None else metadata.deployment_names
-    kept = None if before is None else list(before)
+    kept = None if metadata is None or metadata.deployment_names is None else list(metadata.deployment_names)
     register_model_deployment(deployment)
     if metadata is not None and metadata.name not in _package_model_set():
         metadata.deployment_names = kept
@@ -167,18 +141,9 @@ def _package_model_set() -> frozenset[str]:
 
 
 def register_variant_twins() -> list[str]:
-    """Register the twins of every deployment a :data:`VARIANTS` entry applies to (idempotent).
-
-    A twin has the same model, settings and credentials as its deployment, with the variant's client or
-    client arguments; its client caches apart where the cache key would not tell the variants apart.
-
-    Returns:
-        The names added.
-    """
+    """Register the twins of every deployment a :data:`VARIANTS` entry applies to (idempotent); returns the names."""
     added: list[str] = []
-    # Twins chain in VARIANTS order (x -> x-greedy -> x-greedy-logprobs): a deployment gets twins only for the
-    # variants after the last one it already serves, so a second call, or a twin met as a deployment, adds no
-    # second spelling (x-logprobs-greedy).
+    # Twins chain in VARIANTS order (x -> x-greedy -> x-greedy-logprobs), never a second spelling (x-logprobs-greedy).
     pending = [(deployment, _first_variant_to_twin(deployment)) for deployment in list(ALL_MODEL_DEPLOYMENTS)]
     while pending:
         deployment, start = pending.pop()
@@ -201,13 +166,9 @@ def _first_variant_to_twin(deployment: ModelDeployment) -> int:
 
 
 def variant_of(deployment_name: str, option: str, value: str) -> str | None:
-    """The deployment serving ``option=value`` for ``deployment_name``: its twin, itself, or None if it has none.
-
-    Returns ``deployment_name`` itself for the official value, and for a deployment that already serves the
-    variant (a twin, or one of the user's configured the same way).
-    """
+    """The deployment serving ``option=value`` for ``deployment_name``: its twin, itself, or None if it has none."""
     variant = next((v for v in VARIANTS if v.option == option and v.value == value), None)
-    if variant is None:  # the official value (``official``; ``parsed`` for ``score``)
+    if variant is None:  # the official value
         return deployment_name
     deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment_name)
     if deployment is None:
@@ -226,10 +187,6 @@ def variants_served(deployment_name: str) -> list[DeploymentVariant]:
     return [] if deployment is None else [v for v in VARIANTS if v.describes(deployment)]
 
 
-def _is_gemini(model: str) -> bool:
-    return fnmatch.fnmatchcase(model.lower(), "google/gemini*")
-
-
 @functools.lru_cache(maxsize=1)
 def _package_deployments() -> list[ModelDeployment]:
     with open(os.path.join(config_dir(), MODEL_DEPLOYMENTS_FILE), encoding="utf-8") as handle:
@@ -237,14 +194,7 @@ def _package_deployments() -> list[ModelDeployment]:
 
 
 def preferred_deployment(model: str) -> str | None:
-    """The package's deployment a ``roboreward`` run of ``model`` uses by default, if it has one.
-
-    The first deployment of the model in the package's ``model_deployments.yaml``: the official in-process
-    transformers path for Qwen3-VL and RoboReward, vLLM for Qwen2.5-VL and Llama 4 (HELM deploys those on
-    local transformers or Together/Vertex; the official setup served open models itself). Gemini keeps
-    HELM's own deployment (the official numbers came from it), so there is no preference and HELM's default
-    applies. HELM's own default stays untouched for every other benchmark (:func:`keep_helm_defaults`).
-    """
+    """The package's first registered deployment of ``model`` (a ``roboreward`` run's default), if it has one."""
     for deployment in _package_deployments():
         if deployment.model_name == model and deployment.name in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
             return deployment.name
@@ -254,10 +204,8 @@ def preferred_deployment(model: str) -> str | None:
 def keep_helm_defaults() -> None:
     """Order the deployments so that installing the plugin changes no model's default deployment in HELM.
 
-    HELM's default deployment for a model is the last one registered. Twins (:data:`VARIANTS`) go first, so
-    a named departure is never anybody's default; then the package's deployments of models HELM also deploys
-    (registered by this plugin or through ``--local-path prod_env``), so HELM's own stays the default for
-    every other benchmark. The relative order is otherwise kept.
+    HELM's default is the last one registered: twins go first, then the package's deployments of models HELM also
+    deploys, then the rest, each in its order.
     """
     ours = {deployment.name for deployment in _package_deployments()}
     twins = [d for d in ALL_MODEL_DEPLOYMENTS if any(d.name.endswith(v.suffix) and v.describes(d) for v in VARIANTS)]
