@@ -124,7 +124,7 @@ class RoboRewardMetric(Metric):
         return stats
 
     def derive_per_instance_stats(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
-        """The macro MAE, the evaluated share of the run's rows and the row counts behind the means.
+        """The instance count, the macro MAE, the evaluated share of the run's rows, the row counts behind the means.
 
         Under ``score=expected`` also the reward-model statistics; other runs get them from the summarizer and
         the report, which read the rows a run wrote.
@@ -143,7 +143,7 @@ class RoboRewardMetric(Metric):
                     counts[stat.name.name] += 1
                     if stat.name.name == "abs_error":
                         errors_by_subset[record.subset].append(stat.sum / stat.count)
-        derived = _coverage(len(per_instance_stats), rows_in_run)
+        derived = [_stat("num_instances", len(per_instance_stats))] + _coverage(len(per_instance_stats), rows_in_run)
         if errors_by_subset:
             subset_maes = [sum(errors) / len(errors) for errors in errors_by_subset.values()]
             derived += [_stat("macro_mae", sum(subset_maes) / len(subset_maes)),

@@ -411,7 +411,7 @@ def test_derive_ignores_instances_without_an_error() -> None:
     derived = stats_by_name(RoboRewardMetric().derive_per_instance_stats(per_instance))
     # MAE: subset B has no error, so it is not a subset of the macro mean. A plain run computes no reward-model
     # statistics (the summarizer and the report do, from the rows the run wrote).
-    assert derived == {"macro_mae": 1.0, "num_subsets": 1.0, "error_rows": 1.0,
+    assert derived == {"num_instances": 2.0, "macro_mae": 1.0, "num_subsets": 1.0, "error_rows": 1.0,
                        **{f"predicted_score_gold_{gold}_rows": 0.0 for gold in range(1, 6)}}
     expected = stats_by_name(RoboRewardMetric(score="expected").derive_per_instance_stats(per_instance))
     # Under score=expected: two gold-3 rows in two subsets make no pair, ladder or clip (counts 0, accuracies

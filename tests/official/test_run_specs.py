@@ -78,10 +78,7 @@ def test_defaults_without_a_model() -> None:
     assert spec.scenario_spec.class_name == "helm_roboreward.scenario.RoboRewardScenario"
     # Only what changes the instances, defaults left out: HELM names a subset's tables after these arguments.
     assert spec.scenario_spec.args == {"subset": "all", "video": "auto"}
-    assert [m.class_name for m in spec.metric_specs] == [
-        "helm_roboreward.metrics.RoboRewardMetric",
-        "helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric",
-    ]
+    assert [m.class_name for m in spec.metric_specs] == ["helm_roboreward.metrics.RoboRewardMetric"]
     assert spec.metric_specs[0].args == {"failed": "max_error"}
 
 
