@@ -1,4 +1,1 @@
-"""Stable import paths of the package's HELM clients.
-
-Model deployment YAML records them; the implementations are in :mod:`helm_roboreward.clients`.
-"""
+"""The package's HELM clients; deployments name them by module path (docs/clients.md)."""

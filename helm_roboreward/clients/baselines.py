@@ -1,13 +1,6 @@
-"""Offline reference models: honest non-learned baselines, not stand-ins for real models.
+"""Offline reference models: honest non-learned baselines (a constant and a seeded uniform score), not real models.
 
-- :class:`ConstantScoreClient` always answers the same score (3 by default: the middle of the
-  rubric; about 1.23 MAE instance-weighted on the test split per docs/protocol.md, section 9).
-- :class:`RandomScoreClient` answers a score drawn uniformly from 1..5, seeded by the request's
-  content (prompt text and the content-addressed media names), so reruns and other machines give
-  the same answers.
-
-Both answer in the official format (``ANSWER: <k>``), never look at the media, and go through
-HELM's request cache like any other client.
+Both answer ``ANSWER: <k>`` without looking at the media, through HELM's request cache (docs/clients.md, "Baselines").
 """
 
 import hashlib

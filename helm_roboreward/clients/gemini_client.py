@@ -1,28 +1,7 @@
-"""Gemini with the whole prompt in one user message (layout=one_message; docs/protocol.md, section 3).
+"""Gemini with the whole prompt in one user message (``layout=one_message``, a named departure; HELM's sends two).
 
-HELM 0.5.16's ``GoogleGenAIClient`` turns every media object of a multimodal prompt into its own
-user turn, so the RoboReward prompt reaches Gemini as two user messages (the text, then the
-video): that is how every official Gemini number was measured, and the default here. This
-subclass, a named departure, sends the same parts, in the same order, as one user message; everything
-else (API key or Vertex AI settings, thinking config, safety handling, parsing of the answer and of
-the thoughts) is HELM's client.
-
-Its answers are cached apart from HELM's client (a ``-one-message`` cache next to ``google``'s):
-the cache key holds the prompt and the model, not the message layout, so sharing the cache would
-hand out answers to the other layout.
-
-A reply the client cannot turn into completions (a 200 body that is not JSON, e.g. truncated or ``text/plain``;
-``{}`` or no candidates without a block reason; a candidate without content; a part whose text is not text) is ONE
-failed request (non-fatal, non-retriable: the metric counts it in ``failed_request``, the run goes on) and is
-never cached, so a rerun sends the request again. HELM's own client retries such a reply for about 150 s and then
-fails the whole run (or, for ``{}``, caches it and fails the row on every rerun); this subclass checks each reply
-before HELM's cache stores it (:class:`CheckedCache`) and turns the rejection into the failed request
-(:meth:`OneMessageGoogleGenAIClient.make_request`). A prompt or candidate Gemini reports as blocked stays HELM's
-"Content blocked" failure.
-
-The package registers a twin of every HELM Gemini deployment using this client
-(:func:`helm_roboreward.models.registry.register_variant_twins`); ``roboreward`` runs use it only when
-the run entry says ``layout=one_message`` or names the twin (``model_deployment=google/<model>-one-message``).
+Cached apart from HELM's client, and an unusable reply is one failed request, never cached (docs/clients.md,
+"OneMessageGoogleGenAIClient").
 """
 
 import dataclasses
@@ -32,9 +11,9 @@ from typing import Any
 from google.genai.types import Content, GenerateContentResponse
 from helm.clients.google_genai_client import GoogleGenAIClient, GoogleGenAIContentBlockedError
 from helm.common.cache import Cache, CacheConfig, MongoCacheConfig, SqliteCacheConfig
-from helm.common.request import ErrorFlags, Request, RequestResult
+from helm.common.request import Request, RequestResult
 
-from helm_roboreward.clients.chat_reply import UnusableReplyError
+from helm_roboreward.clients.chat_reply import UnusableReplyError, failed_request
 
 CACHE_SUFFIX = "-one-message"
 _TIMES = ("request_time", "request_datetime")
@@ -144,9 +123,7 @@ class OneMessageGoogleGenAIClient(GoogleGenAIClient):
         try:
             return super().make_request(request)
         except UnusableReplyError as error:
-            return RequestResult(success=False, cached=False, error=f"{error}; not cached, a rerun sends the request "
-                                 "again", completions=[], embedding=[],
-                                 error_flags=ErrorFlags(is_retriable=False, is_fatal=False))
+            return failed_request(f"{error}; not cached, a rerun sends the request again")
 
     def _convert_request_to_contents(self, request: Request) -> list[Content]:
         contents = super()._convert_request_to_contents(request)

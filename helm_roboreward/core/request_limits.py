@@ -1,34 +1,8 @@
-"""Provider request limits (media count and request bytes), where they are documented, and checks against them.
+"""Provider request limits (media count and request bytes) and the checks against them.
 
-Pure, no I/O, no HELM import. A provider that gets more images, or a larger request, than it takes rejects the
-request. Who checks:
-
-- ``roboreward estimate`` (:mod:`helm_roboreward.presentation.estimate`) checks every row of a planned run against
-  its deployment's limits, before anything is sent;
-- this package's OpenAI-compatible video client (vLLM) checks each request against the limits its deployment
-  declares (client arguments :data:`DECLARED_LIMIT_ARGS`) and never sends one over them: that row fails alone.
-
-Documented limits, by the client class a deployment uses (:func:`documented_limits`); each provider may change
-them, so every message names the source:
-
-- Anthropic Messages API: "up to 100 images per request" for models with a 200k-token context window, 600 for
-  the others; "32 MB request size limit for standard endpoints"
-  (https://platform.claude.com/docs/en/build-with-claude/vision). A deployment whose ``max_sequence_length``
-  exceeds 200,000 gets the 600-image limit.
-- OpenAI (Responses and Chat Completions): 500 images and 50 MB of payload per request
-  (https://platform.openai.com/docs/guides/images-vision). Not verified from here: the page was not in the
-  documentation this package could search; the numbers are the ones OpenAI published before.
-- Gemini API (``GoogleGenAIClient`` without Vertex AI): inline data below 100 MB
-  (https://ai.google.dev/gemini-api/docs/video-understanding, "Inline Data < 100MB"; the page said 20 MB for the
-  whole request before Google raised the limit:
-  https://blog.google/innovation-and-ai/technology/developers-tools/gemini-api-new-file-limits). Vertex AI has
-  other limits and is not checked.
-- vLLM and other servers: what a deployment declares with the client arguments ``max_images_per_prompt`` /
-  ``max_videos_per_prompt`` (mirroring the server's ``--limit-mm-per-prompt``) and ``max_request_bytes`` (a
-  proxy's body limit). In-process clients (transformers) and the offline baselines have no limits.
-
-Inline media travel base64-encoded (OpenAI data URLs, Anthropic ``base64`` sources, Gemini ``inline_data``), so
-a request's size counts each file at 4/3 of its bytes (:func:`base64_length`).
+Pure, no I/O, no HELM import. Used by ``roboreward estimate`` for every planned row, and by the vLLM video client
+for each request when its deployment declares limits; the documented limits and their sources: docs/clients.md,
+"Provider request limits".
 """
 
 from collections.abc import Mapping, Sequence
@@ -130,16 +104,45 @@ def limit_problems(request: PlannedRequest, limits: RequestLimits) -> list[str]:
     return found
 
 
+_SMALLER_FRAMES = "smaller frames with max_side=<pixels> (e.g. max_side=640) or fewer with max_frames="
+_VIDEO_AS_FRAMES = "video=frames (with max_frames= / max_side= as needed)"
+
+
+def _fewer_frames(limits: RequestLimits) -> str:
+    return f"max_frames={limits.max_images} in the run entry (evenly spaced frames; or a lower fps=)"
+
+
 def _fixes(requests: Sequence[PlannedRequest], limits: RequestLimits, over_images: bool, over_bytes: bool,
            over_videos: bool) -> list[str]:
     fixes = []
     if over_images:
-        fixes.append(f"max_frames={limits.max_images} in the run entry (evenly spaced frames; or a lower fps=)")
+        fixes.append(_fewer_frames(limits))
     if over_bytes and any(request.images for request in requests):
-        fixes.append("smaller frames with max_side=<pixels> (e.g. max_side=640) or fewer with max_frames=")
+        fixes.append(_SMALLER_FRAMES)
     if (over_bytes or over_videos) and any(request.videos for request in requests):
-        fixes.append("video=frames (with max_frames= / max_side= as needed)")
+        fixes.append(_VIDEO_AS_FRAMES)
     return fixes
+
+
+def limit_failure(request: PlannedRequest, limits: RequestLimits) -> str | None:
+    """Why one request must not be sent under ``limits``: what, which limit, by how much, the fix (None: it fits)."""
+    problems = limit_problems(request, limits)
+    if not problems:
+        return None
+    over, fixes = [], []
+    if limits.max_images and request.images > limits.max_images:
+        over.append(f"max_images_per_prompt={limits.max_images}, {request.images - limits.max_images} over")
+        fixes.append(_fewer_frames(limits))
+    if limits.max_videos and request.videos > limits.max_videos:
+        over.append(f"max_videos_per_prompt={limits.max_videos}, {request.videos - limits.max_videos} over")
+        fixes.append("video=frames")
+    size = request_bytes(request, limits.inline_base64)
+    if limits.max_request_bytes and size > limits.max_request_bytes:
+        over.append(f"max_request_bytes={limits.max_request_bytes} ({format_bytes(limits.max_request_bytes)}), "
+                    f"{format_bytes(size - limits.max_request_bytes)} over")
+        fixes.append(_SMALLER_FRAMES if request.images else _VIDEO_AS_FRAMES)
+    return (f"not sent: the request holds {', '.join(problems)}, over the deployment's declared limits "
+            f"({'; '.join(over)}). Fix: {'; or '.join(dict.fromkeys(fixes))}")
 
 
 def limit_report(requests: Sequence[PlannedRequest], limits: RequestLimits, deployment: str) -> str | None:
@@ -211,9 +214,7 @@ def documented_limits(client_class: str, client_args: Mapping[str, object],
 def declared_limits(client_args: Mapping[str, object], owner: str) -> dict[str, int]:
     """The :data:`DECLARED_LIMIT_ARGS` a deployment's client arguments give, as :class:`RequestLimits` fields.
 
-    A declared limit is what the server takes, so it is a whole number >= 1; leaving the argument out means no
-    limit. 0 is refused: in vLLM's ``--limit-mm-per-prompt image=0`` it means no images at all, while 0 here meant
-    "no limit" before; a server that takes no images cannot run frames runs (use ``video=native``).
+    A declared limit is what the server takes: a whole number >= 1 (0 is refused: vLLM reads it as "none allowed").
 
     Raises:
         ValueError: A declared value is not a whole number >= 1 (the message names ``owner`` and the argument).

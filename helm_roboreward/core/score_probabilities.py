@@ -1,29 +1,7 @@
 """The distribution over the scores 1..5 behind a completion's answer token (``score=expected``).
 
-Pure functions, no I/O, no HELM. A client that can returns, in a completion's
-``finish_reason["score_token_logprobs"]``, one candidate per generated token of the final answer whose text
-holds a decimal digit: ``{"offset": <where the token's text starts in the answer>, "text": <the token's text>,
-"top": {<alternative token text>: <natural-log probability>, ...}}`` (the top-k alternatives at that
-position, the chosen token included). :func:`score_distribution` reads it the way the official rule reads
-the answer:
-
-1. the number the official parse rule reads (``helm_roboreward.protocol``: the first
-   ``ANSWER: <number>`` of the stripped text, else a leading number), located by the same two regular
-   expressions so that its span is known, mapped back to offsets in the unstripped answer;
-2. the candidate whose text covers the first character of that number;
-3. its alternatives whose stripped text is exactly one of ``"1"`` .. ``"5"``, several spellings of one
-   digit (``"3"``, ``" 3"``) adding their probabilities, renormalised to a distribution over 1..5.
-
-No distribution (None) when there is no parsed number, no covering candidate, no alternative among 1..5,
-when an alternative of the covering candidate has a value that is no log-probability (NaN, above 0 beyond
-rounding, +inf, or not a number: the record is broken, and dropping that alternative would hand its mass to
-the others, e.g. ``{"3": NaN, "4": -0.7, "5": -0.7}`` would read as P(4) = P(5) = 0.5), or when the parsed
-number is not ONE character: ``10``, ``-1``, ``3.5`` and ``315`` are read by the
-official rule as those values, while the covering token's alternatives only describe its first
-character (the "1" of "10" is not the score 1), so mixing them in would misstate what was parsed. A single
-digit outside 1..5 (``0``, ``7``) does get the renormalised distribution of its 1..5 alternatives: the
-expected reward is defined over the rubric's scores. The caller decides what a row without a distribution
-gets; nothing here falls back to the parsed score; :func:`no_distribution_reason` says why there is none.
+Pure functions, no I/O, no HELM. Reads a completion's ``finish_reason["score_token_logprobs"]`` at the token of the
+number the official parse rule reads; the record and the rule: docs/clients.md, "The score_token_logprobs record".
 """
 
 import math
@@ -38,7 +16,7 @@ from helm_roboreward.protocol import (
 )
 
 SCORE_TOKEN_LOGPROBS = "score_token_logprobs"
-"""The ``finish_reason`` key under which the clients record the candidates (see the module docstring)."""
+"""The ``finish_reason`` key under which the clients record the candidates."""
 
 SCORE_TOKENS: dict[str, int] = {str(score): score for score in range(MIN_SCORE, MAX_SCORE + 1)}
 """The stripped alternative texts that count, and the score each stands for."""
@@ -47,17 +25,8 @@ LOGPROB_ROUNDING = 1e-6
 """A log-probability up to this far above 0 is rounding (a probability of 1 computed in floating point)."""
 
 
-
 def parsed_number_span(text: str) -> tuple[int, int] | None:
-    """Where, in ``text`` as given (not stripped), the number the official parse rule reads starts and ends.
-
-    Args:
-        text: The completion's final answer (``GeneratedOutput.text``).
-
-    Returns:
-        ``(start, end)`` character offsets of the number, or None when the official rule finds none
-        (including numbers it rejects, see :func:`helm_roboreward.protocol.parse_progress_score`).
-    """
+    """``(start, end)`` in ``text`` as given (not stripped) of the number the official rule reads (None: none)."""
     if parse_progress_score(text) is None:
         return None
     match = official_number_match(text)
@@ -118,17 +87,10 @@ def _read_distribution(text: str, candidates: Sequence[Mapping[str, Any]]) -> tu
 
 
 def score_distribution(text: str, candidates: Sequence[Mapping[str, Any]]) -> dict[int, float] | None:
-    """The probability of each score 1..5 at the answer's score token, renormalised over 1..5.
+    """``{1: p1, ..., 5: p5}`` at the answer's score token, renormalised over 1..5 (None: see docs/clients.md).
 
-    Args:
-        text: The completion's final answer (``GeneratedOutput.text``), in which candidate offsets count.
-        candidates: ``finish_reason["score_token_logprobs"]`` (see the module docstring).
-
-    Returns:
-        ``{1: p1, ..., 5: p5}`` summing to 1 (scores without an alternative get 0), or None: no parsed
-        number, a parsed number longer than one character, no candidate covering it, an alternative whose value
-        is no log-probability (NaN, positive, not a number), or no alternative among 1..5 with a positive
-        probability (:func:`no_distribution_reason` says which).
+    ``text`` is the completion's final answer, in which the candidates' offsets count; when there is no
+    distribution, :func:`no_distribution_reason` says why.
     """
     return _read_distribution(text, candidates)[0]
 
@@ -155,6 +117,3 @@ def success_probability(distribution: Mapping[int, float]) -> float:
     """P(5): the probability that the model calls the episode a success."""
     return float(distribution.get(MAX_SCORE, 0.0))
 
-
-__all__: list[str] = ["score_distribution", "no_distribution_reason", "expected_score", "success_probability",
-                      "parsed_number_span", "covering_candidate", "SCORE_TOKENS"]

@@ -23,10 +23,10 @@ from helm.common.request import Request, RequestResult
 from helm.proxy.retry import retry_if_request_failed
 
 from helm_roboreward.clients import openai_video_client
-from helm_roboreward.clients.openai_video_client import DECLARED_LIMIT_ARGS, OpenAIVideoClient
+from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
 from helm_roboreward.media.copies import store_video
 from helm_roboreward.media.decoding import extract_frames
-from helm_roboreward.protocol import FrameOptions, build_prompt
+from helm_roboreward.protocol import DECLARED_LIMIT_ARGS, FrameOptions, build_prompt
 from tests.helpers.fakes import (
     CHAT,
     FailFirst,
@@ -610,9 +610,10 @@ def test_a_bad_limit_names_the_argument(argument: str, value: object) -> None:
 
 
 def test_absent_limits_limit_nothing() -> None:
-    assert make_client("http://127.0.0.1:9/v1").limits.is_empty
+    assert make_client("http://127.0.0.1:9/v1").limits is None
     limits = make_client("http://127.0.0.1:9/v1", max_images_per_prompt=4, max_videos_per_prompt=1,
                          max_request_bytes=1000).limits
+    assert limits is not None
     assert (limits.max_images, limits.max_videos, limits.max_request_bytes) == (4, 1, 1000)
 
 

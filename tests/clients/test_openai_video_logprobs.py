@@ -16,17 +16,11 @@ from helm.common.cache import BlackHoleCacheConfig
 from helm.common.request import Request
 from openai.types.chat import ChatCompletion
 
-from helm_roboreward.clients import openai_video_client
-from helm_roboreward.clients.openai_video_client import (
-    SCORE_TOKEN_LOGPROBS,
-    OpenAIVideoClient,
-    answer_start,
-    completion_from_choice,
-    score_token_logprobs,
-    split_reasoning,
-    trim_alternatives,
-)
-from helm_roboreward.core.score_probabilities import expected_score, score_distribution
+from helm_roboreward.clients import logprobs
+from helm_roboreward.clients.chat_reply import split_reasoning
+from helm_roboreward.clients.logprobs import answer_start, score_token_logprobs, trim_alternatives
+from helm_roboreward.clients.openai_video_client import OpenAIVideoClient, completion_from_choice
+from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
 from tests.helpers.fakes import CHAT, FakeModelServer, constant
 
 SERVED = "teetone/RoboReward-8B"
@@ -82,8 +76,8 @@ def text_request() -> Request:
 @pytest.fixture
 def warnings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     logged: list[str] = []
-    monkeypatch.setattr(openai_video_client, "_WARNED", set())
-    monkeypatch.setattr(openai_video_client, "hwarn", logged.append)
+    monkeypatch.setattr(logprobs, "_WARNED", set())
+    monkeypatch.setattr(logprobs, "hwarn", logged.append)
     return logged
 
 
@@ -270,7 +264,7 @@ def test_non_finite_log_probabilities_are_floored_for_the_json_cache() -> None:
     tokens = plain("ANSWER", ":", " ") + [token("5", -0.1, [("4", -math.inf)])]
     tokens[3]["top_logprobs"][1]["logprob"] = None
     (entry,) = score_token_logprobs({"message": {"content": "ANSWER: 5"}, "logprobs": {"content": tokens}}) or []
-    assert entry["top"] == {"5": -0.1, "4": openai_video_client.LOGPROB_FLOOR}
+    assert entry["top"] == {"5": -0.1, "4": logprobs.LOGPROB_FLOOR}
 
 
 @pytest.mark.parametrize("text", ["ANSWER: 3", "<think>a 1</think>\n\nANSWER: 3", "a</think> 3", "<think>open 2",

@@ -319,19 +319,19 @@ def test_deployments_of_different_local_checkpoints_never_share_an_answer(tiny: 
 
 def test_weight_shards_enter_the_key_by_size_and_modification_time(tiny: Path, tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from helm_roboreward.clients import transformers_client
+    from helm_roboreward.clients import checkpoint_files
 
     folder = tmp_path / "sharded"
     shutil.copytree(tiny, folder)
     (folder / ".cache").mkdir()
     (folder / ".cache" / "download.lock").write_text("hub bookkeeping", encoding="utf-8")
     weights = folder / "model.safetensors"
-    monkeypatch.setattr(transformers_client, "DIGESTED_FILE_BYTES", weights.stat().st_size - 1)
-    files = transformers_client.checkpoint_fingerprint(str(folder))
+    monkeypatch.setattr(checkpoint_files, "DIGESTED_FILE_BYTES", weights.stat().st_size - 1)
+    files = checkpoint_files.checkpoint_fingerprint(str(folder))
     assert files["model.safetensors"] == [weights.stat().st_size, weights.stat().st_mtime_ns]
     assert len(files["config.json"]) == 64 and not any(name.startswith(".") for name in files)
     os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 1))
-    assert transformers_client.checkpoint_fingerprint(str(folder))["model.safetensors"] != files["model.safetensors"]
+    assert checkpoint_files.checkpoint_fingerprint(str(folder))["model.safetensors"] != files["model.safetensors"]
 
 
 # ---------------------------------------------------------------------------------------- MoE, errors

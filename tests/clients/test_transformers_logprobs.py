@@ -25,14 +25,19 @@ from helm.common.cache import BlackHoleCacheConfig, CacheConfig, SqliteCacheConf
 from helm.common.media_object import MediaObject, MultimediaObject
 from helm.common.request import Request
 
-from helm_roboreward.clients import openai_video_client
-from helm_roboreward.clients.openai_video_client import SCORE_TOKEN_LOGPROBS
-from helm_roboreward.clients.transformers_client import TransformersQwen3VLClient, completion_from
-from helm_roboreward.core.score_probabilities import expected_score, score_distribution, success_probability
+from helm_roboreward.clients import logprobs
+from helm_roboreward.clients.logprobs import digit_token_logprobs
+from helm_roboreward.clients.transformers_client import DECODE, TransformersQwen3VLClient, completion_from
+from helm_roboreward.core.score_probabilities import (
+    SCORE_TOKEN_LOGPROBS,
+    expected_score,
+    score_distribution,
+    success_probability,
+)
 from helm_roboreward.protocol import build_prompt
 from tests.helpers.tiny_qwen3vl import IM_END
 
-SAMPLE = Path(__file__).resolve().parents[3] / "helm_roboreward" / "sample" / "test"
+SAMPLE = Path(__file__).resolve().parents[2] / "helm_roboreward" / "sample" / "test"
 VIDEO = SAMPLE / next(row["file_name"] for row in map(json.loads, (SAMPLE / "metadata.jsonl").read_text().splitlines())
                       if row["file_name"].startswith("sim_panda/"))
 TASKS = ("pick up the red block", "put the cube in the bowl", "push the button", "open the drawer")
@@ -214,7 +219,7 @@ def test_digit_tokens_of_a_think_block_are_left_out(tiny: Path) -> None:
     raw = "<think>frame 3 of 12</think>\n\nANSWER: 4"
     ids = token_ids(client, raw) + [tokenizer.convert_tokens_to_ids(IM_END)]
     logits = tuple(torch.randn(1, len(tokenizer), generator=torch.Generator().manual_seed(i)) for i in range(len(ids)))
-    stored = client._digit_token_logprobs(tokenizer, ids, raw, logits)
+    stored = digit_token_logprobs(tokenizer, ids, raw, logits, client.top_logprobs, DECODE)
     assert [(e["offset"], e["text"]) for e in stored] == [(len(raw) - 1, "4")]  # the reasoning's digits are not kept
     assert len(stored[0]["top"]) in (3, 4)
     generated = {"text": raw, "tokens": [], "completion_tokens": len(ids), "reason": "stop", "seed": None,
@@ -242,14 +247,14 @@ def test_offsets_come_from_decoded_prefixes_when_tokens_do_not_concatenate(tiny:
     raw = "Très bien. ANSWER: 5"
     ids = list(raw.encode())
     logits = tuple(torch.zeros(1, 256) for _ in ids)
-    stored = client._digit_token_logprobs(BytesTokenizer(), ids, raw, logits)
+    stored = digit_token_logprobs(BytesTokenizer(), ids, raw, logits, client.top_logprobs, DECODE)
     assert [(e["offset"], e["text"]) for e in stored] == [(raw.index("5"), "5")]  # characters, not bytes
 
 
 def test_entries_that_do_not_line_up_are_dropped_and_logged_once(monkeypatch: pytest.MonkeyPatch) -> None:
     logged: list[str] = []
-    monkeypatch.setattr(openai_video_client, "_WARNED", set())
-    monkeypatch.setattr(openai_video_client, "hwarn", logged.append)
+    monkeypatch.setattr(logprobs, "_WARNED", set())
+    monkeypatch.setattr(logprobs, "hwarn", logged.append)
     generated = {"text": "ANSWER: 4", "tokens": [], "completion_tokens": 9, "reason": "stop", "seed": None,
                  "token_logprobs": [{"offset": 3, "text": "4", "top": {"4": -0.1}}]}
     for _ in range(2):

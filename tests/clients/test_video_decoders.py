@@ -29,14 +29,9 @@ import pytest
 from helm.common.cache import BlackHoleCacheConfig
 from transformers import AutoProcessor
 
+from helm_roboreward.clients.pyav_decoder import pyav_video, scan_like_torchcodec
 from helm_roboreward.clients.transformers_client import TransformersQwen3VLClient
-from helm_roboreward.clients.video_decoders import (
-    PYAV,
-    TORCHCODEC,
-    pyav_video,
-    scan_like_torchcodec,
-    torchcodec_usable,
-)
+from helm_roboreward.clients.video_decoders import PYAV, TORCHCODEC, torchcodec_usable
 from tests.helpers.harness import REPO, SAMPLE
 from tests.helpers.sample import rows_of
 from tests.helpers.videos import frame_numbers, make_one_frame_too_many, make_video

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helm_roboreward.clients.openai_video_client import SCORE_TOKEN_LOGPROBS
-from helm_roboreward.core.score_probabilities import expected_score, score_distribution
+from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
 from helm_roboreward.models.registry import LOGPROBS_TOP_N
 from tests.helpers.fakes import CHAT, FakeModelServer, Recorded, Reply
 from tests.helpers.harness import (
