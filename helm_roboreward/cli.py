@@ -46,7 +46,7 @@ def add_frame_options(parser: argparse.ArgumentParser) -> None:
 def _prepare(args: argparse.Namespace) -> int:
     from helm_roboreward.data.rows import collect_rollouts
     from helm_roboreward.data.sources import resolve_data_source
-    from helm_roboreward.media.paths import require_inside
+    from helm_roboreward.media.containment import require_inside
     from helm_roboreward.media.preparation import failures_by_row, prepare_media, rebuilt_summary
 
     options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,

@@ -1,7 +1,4 @@
-"""The media a model receives.
-
-Which frames (selection), decoding, the verified frame cache, video copies, the content-addressed store,
-contained paths, and preparing all of it for a set of rows.
+"""The media a model receives: frames or video copies of each rollout, prepared and verified (docs/media.md).
 
 Imports the core and the data only; no HELM.
 """

@@ -1,21 +1,8 @@
 """The mp4 files native-video models receive: validated, metadata-clean, content-addressed copies.
 
-A copy lives at ``<media>/videos/<sha[:2]>/<sha[:32]>.mp4`` (``sha`` = the source video's SHA-256) with a
-record ``<same>.json`` written last (source digest, the copy's own digest and size, the tags removed)
-and a verification stamp ``<same>.verified.json`` (see :mod:`helm_roboreward.media.store`).
-
-- **Validated** like frames mode: the whole video is demuxed and its first frame decoded before a
-  copy is made, so a text file named ``.mp4`` fails with the same message in both modes.
-- **Never shared with the data**: a copy is a new file (a reflink where the file system offers one,
-  else the bytes), never a hard or symbolic link, so nothing done to the cache can change the user's
-  dataset. Old hard-linked entries are replaced.
-- **No labels in metadata**: container and stream tags can hold a file name or ``score_<k>`` (the
-  label). A source whose tags are all structural (:func:`unsafe_metadata`) is copied byte for byte, so
-  clean official files reach models unchanged; any other source is remuxed by stream copy (never
-  re-encoded) into a file without tags, data or subtitle streams, or unknown boxes.
-- **Checked before use**, like frame entries: a copy is used only when it is a regular file inside the
-  cache, not the source's inode, and its bytes match the recorded digest (re-read in full when its stamp
-  changed, or on ``full`` checks).
+A copy lives at ``<media>/videos/<sha[:2]>/<sha[:32]>.mp4`` with its record ``<same>.json`` (written last)
+and stamp ``<same>.verified.json``. Why copies are never links, which metadata is removed and how a copy is
+checked before use: docs/media.md.
 """
 
 import json
@@ -28,7 +15,13 @@ from dataclasses import dataclass
 import av
 
 from helm_roboreward.core.files import copy_atomically, file_digest, file_mode, read_json_file, write_atomically
-from helm_roboreward.media.decoding import VideoError, validate_video, write_error
+from helm_roboreward.media.decoding import (
+    VideoError,
+    decode_container,
+    probe_container,
+    video_errors,
+    write_error,
+)
 from helm_roboreward.media.store import (
     contained_directory_problem,
     remove_stale_temporaries,
@@ -38,7 +31,7 @@ from helm_roboreward.media.store import (
 
 VIDEOS_FOLDER = "videos"
 COPY_VERSION = "2"
-"""Recorded with each copy; version 1 (hard links, no record) entries are rebuilt."""
+"""Recorded with each copy; an entry without a record of this version is rebuilt."""
 
 _CONTAINER_TAGS: dict[str, str] = {
     "major_brand": r"[ -~]{4}",
@@ -55,15 +48,13 @@ _STREAM_TAGS: dict[str, str] = {
     "encoder": r"Lavc\d+(?:\.\d+){0,3}(?: [A-Za-z0-9_.-]+)?",
     "creation_time": _CONTAINER_TAGS["creation_time"],
 }
-"""Tags a clean mp4 carries (written by the container format and the muxer), with the values they can take.
+"""Tags a clean mp4 carries (written by the container format and the muxer), with the values they can take;
+anything else (``title``, ``comment``, a handler name holding text) could carry a file name or a label."""
 
-Anything else (``title``, ``comment``, ``description``, a handler name holding text) could carry a file
-name or a label and is removed."""
-
+# Boxes a clean mp4 holds at these levels; others (uuid, XMP, ...) can carry text that demuxers never show.
 _TOP_LEVEL_BOXES = {b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide"}
 _MOOV_BOXES = {b"mvhd", b"trak", b"udta", b"iods", b"mvex", b"free", b"skip"}
 _UDTA_BOXES = {b"meta", b"free", b"skip"}
-"""Boxes a clean mp4 holds at these levels; others (``uuid``, XMP, ...) can carry text demuxers never show."""
 
 
 def _boxes(data: bytes, start: int, end: int) -> list[tuple[bytes, int, int]]:
@@ -115,24 +106,18 @@ def _unknown_boxes(path: str) -> list[str]:
 def unsafe_metadata(path: str) -> list[str]:
     """What in an mp4 could carry text a model must not see: non-structural tags, extra streams, unknown boxes.
 
-    Returns:
-        Descriptions such as ``container tag 'title'``; empty when the file is clean.
-
-    Raises:
-        VideoError: The file cannot be opened as a container.
+    Descriptions such as ``container tag 'title'``; empty when the file is clean. Raises :class:`VideoError`
+    when the file cannot be opened as a container.
     """
     found: list[str] = []
-    try:
-        with av.open(path) as container:
-            found += [f"container tag {key!r}" for key, value in container.metadata.items()
-                      if not _allowed(_CONTAINER_TAGS, key, value)]
-            for stream in container.streams:
-                if stream.type not in ("video", "audio"):
-                    found.append(f"{stream.type} stream #{stream.index}")
-                found += [f"stream #{stream.index} tag {key!r}" for key, value in stream.metadata.items()
-                          if not _allowed(_STREAM_TAGS, key, value)]
-    except av.FFmpegError as error:
-        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
+    with video_errors(path), av.open(path) as container:
+        found += [f"container tag {key!r}" for key, value in container.metadata.items()
+                  if not _allowed(_CONTAINER_TAGS, key, value)]
+        for stream in container.streams:
+            if stream.type not in ("video", "audio"):
+                found.append(f"{stream.type} stream #{stream.index}")
+            found += [f"stream #{stream.index} tag {key!r}" for key, value in stream.metadata.items()
+                      if not _allowed(_STREAM_TAGS, key, value)]
     if _looks_like_mp4(path):
         found += [f"box {box}" for box in _unknown_boxes(path)]
     return found
@@ -140,7 +125,7 @@ def unsafe_metadata(path: str) -> list[str]:
 
 def _looks_like_mp4(path: str) -> bool:
     with open(path, "rb") as handle:
-        return handle.read(12)[4:8] in (b"ftyp", b"moov", b"mdat", b"free", b"wide", b"skip")
+        return handle.read(12)[4:8] in _TOP_LEVEL_BOXES
 
 
 def _allowed(table: dict[str, str], key: str, value: str) -> bool:
@@ -163,6 +148,18 @@ def remux_without_metadata(source: str, target: str) -> None:
                 continue  # the demuxer's end-of-stream marker
             packet.stream = mapping[packet.stream.index]
             out.mux(packet)
+
+
+def validate_video(path: str) -> None:
+    """Demux the whole video and decode its first frame, so a file frames mode rejects fails here alike.
+
+    Raises:
+        VideoError: The file is not a video, has no video stream, has no frames, or no frame decodes.
+    """
+    with video_errors(path), av.open(path) as container:
+        probe = probe_container(path, container)
+        if next(decode_container(container, [0], probe, rewind=True), None) is None:
+            raise VideoError(f"{path}: no frame could be decoded")
 
 
 @dataclass(frozen=True)
@@ -191,8 +188,13 @@ def _stamp_path(target: str) -> str:
     return target[:-len(".mp4")] + ".verified.json"
 
 
-def check_copy(video_path: str, video_sha256: str, media_dir: str, full: bool) -> tuple[VideoCopy | None,
-                                                                                      str | None]:
+def _stamped_names(target: str) -> list[str]:
+    """The files a copy's stamp covers: the copy and its record."""
+    return [os.path.basename(target), os.path.basename(_record_path(target))]
+
+
+def check_copy(video_path: str, video_sha256: str, media_dir: str,
+               full: bool) -> tuple[VideoCopy | None, str | None]:
     """A usable existing copy, or None and why an existing one cannot be used (None: there is none)."""
     target = copy_location(media_dir, video_sha256)
     if not os.path.lexists(target):
@@ -220,14 +222,13 @@ def _copy_problem(video_path: str, video_sha256: str, target: str, full: bool) -
         return "has no record of this version"
     if record.get("source_sha256") != video_sha256 or record.get("size") != info.st_size:
         return "does not match its record (another video, or another size)"
-    names = [os.path.basename(target), os.path.basename(_record_path(target))]
     folder = os.path.dirname(target)
-    unchanged = stamps_match(folder, names, _stamp_path(target))
+    unchanged = stamps_match(folder, _stamped_names(target), _stamp_path(target))
     if full or not unchanged:
         if file_digest(target) != record.get("sha256"):
             return "has bytes that do not match its recorded digest"
         if not unchanged:
-            write_stamps(folder, names, _stamp_path(target))
+            write_stamps(folder, _stamped_names(target), _stamp_path(target))
     return None
 
 
@@ -256,17 +257,18 @@ def store_video(video_path: str, video_sha256: str, media_dir: str, full_check: 
             _remux_atomically(video_path, target)
         else:
             copy_atomically(video_path, target)
-        record = {"version": COPY_VERSION, "source_sha256": video_sha256, "sha256": file_digest(target),
-                  "size": os.path.getsize(target), "stripped": stripped}
+        digest, size = file_digest(target), os.path.getsize(target)
+        record = {"version": COPY_VERSION, "source_sha256": video_sha256, "sha256": digest, "size": size,
+                  "stripped": stripped}
         write_atomically(_record_path(target), json.dumps(record, sort_keys=True).encode("utf-8"))
-        write_stamps(folder, [os.path.basename(target), os.path.basename(_record_path(target))], _stamp_path(target))
+        write_stamps(folder, _stamped_names(target), _stamp_path(target))
     except OSError as error:
         raise write_error(video_path, folder, error) from None
-    return VideoCopy(target, int(record["size"]), cached=False, stripped=tuple(stripped),  # type: ignore[call-overload]
-                     rebuilt_because=problem)
+    return VideoCopy(target, size, cached=False, stripped=tuple(stripped), rebuilt_because=problem)
 
 
 def _remux_atomically(source: str, target: str) -> None:
+    """:func:`remux_without_metadata` into a fresh temporary file, renamed over ``target``."""
     temporary = os.path.join(os.path.dirname(target), f".tmp-remux-{os.getpid()}-{os.urandom(6).hex()}.part")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # exclusive: never a planted name

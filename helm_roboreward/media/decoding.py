@@ -1,25 +1,16 @@
-"""Decoding the selected frames of a video with PyAV and storing them as JPEGs in a content-addressed cache.
+"""Decoding a video's selected frames with PyAV and storing them as JPEGs in the frame cache.
 
-Design (see FINDINGS and the frame-extraction issue):
-
-- One demux pass (no decoding) lists every packet's timestamp and keyframe flag: the exact frame
-  count (header counts can be wrong), presentation order, and the keyframe index.
-- Decoding goes forward; it seeks only when the next wanted frame's keyframe lies beyond the
-  current decode position, so it decodes no more than needed and frames stay pixel-identical to
-  sequential decoding. Only kept frames are converted (and resized by swscale).
-- Frames go to ``<cache>/<key[:2]>/<key>/NNNN.jpg`` where ``key`` hashes the video bytes and every
-  sampling setting (:mod:`helm_roboreward.media.frame_cache`); each file is written to a temporary name and
-  renamed, and the manifest (with every file's SHA-256) is written last, so a reader never sees a
-  partial file and a cache hit needs no decoding. Identical inputs give identical names and bytes, so
-  many machines can share one cache without locks. An entry is used only after
-  :func:`helm_roboreward.media.frame_cache.check_entry` accepts it; otherwise it is rebuilt.
-- Nothing holds more than one decoded frame (plus the last one seen) in memory.
+Stored frames are pixel-identical to a sequential decode, yet only what the selection needs is decoded;
+how (one demux pass, forward decoding, seeks, skipped frames): docs/media.md.
 """
 
+import bisect
+import errno
 import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from io import BytesIO
 
@@ -30,12 +21,15 @@ from PIL import Image
 from helm_roboreward.core.files import file_digest, write_atomically
 from helm_roboreward.media.frame_cache import (
     EXTRACTOR_VERSION,
+    MANIFEST_FILE,
+    STAMP_FILE,
     EntryCheck,
+    Manifest,
     check_entry,
     frames_directory,
     frames_key,
 )
-from helm_roboreward.media.store import MANIFEST_FILE, STAMP_FILE, is_disk_full, remove_stale_temporaries, write_stamps
+from helm_roboreward.media.store import remove_stale_temporaries, write_stamps
 from helm_roboreward.protocol import FrameOptions, scaled_size, select_frame_indices
 
 
@@ -55,8 +49,17 @@ class MediaWriteError(VideoError):
 
 def write_error(path: str, target: str, error: OSError) -> MediaWriteError:
     """The error for a failed write of ``path``'s media into ``target``, saying plainly when the disk is full."""
-    reason = "the disk is full" if is_disk_full(error) else "cannot write"
+    reason = "the disk is full" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "cannot write"
     return MediaWriteError(f"{path}: {reason}: {target} ({error.strerror or error})")
+
+
+@contextmanager
+def video_errors(path: str) -> Iterator[None]:
+    """Turns FFmpeg's errors inside the block into a :class:`VideoError` naming ``path``."""
+    try:
+        yield
+    except av.FFmpegError as error:
+        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
 
 
 @dataclass(frozen=True)
@@ -99,40 +102,14 @@ class FrameSet:
     """Why an existing entry was not trusted and was rebuilt (None: it was fine, or there was none)."""
 
 
-def validate_video(path: str) -> VideoProbe:
-    """Demux the whole video and decode its first frame, as frames mode does before using a video.
-
-    Native-video mode calls this before copying a video for a model, so a file that is not a playable
-    video fails with the same messages in both modes.
-
-    Raises:
-        VideoError: The file is not a video, has no video stream, has no frames, or no frame decodes.
-    """
-    try:
-        with av.open(path) as container:
-            probe = _probe_open(path, container)
-            if next(_decode_open(container, [0], probe, rewind=True), None) is None:
-                raise VideoError(f"{path}: no frame could be decoded")
-            return probe
-    except av.FFmpegError as error:
-        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
-
-
 def probe_video(path: str) -> VideoProbe:
-    """Demux a video once (no decoding) to count frames and find keyframes.
-
-    Raises:
-        VideoError: The file is not a video, has no video stream, or has no frames.
-    """
-    try:
-        with av.open(path) as container:
-            return _probe_open(path, container)
-    except av.FFmpegError as error:
-        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
+    """Demux a video once (no decoding) to count frames and find keyframes; :class:`VideoError` if it cannot."""
+    with video_errors(path), av.open(path) as container:
+        return probe_container(path, container)
 
 
-def _probe_open(path: str, container: "av.container.InputContainer") -> VideoProbe:
-    """The demux pass on an open container (which is left at its end)."""
+def probe_container(path: str, container: "av.container.InputContainer") -> VideoProbe:
+    """The demux pass on an open container (left at its end); header frame counts can be wrong, packets cannot."""
     if not container.streams.video:
         raise VideoError(f"{path}: no video stream (is it an audio or data file?)")
     stream = container.streams.video[0]
@@ -159,18 +136,15 @@ def _probe_open(path: str, container: "av.container.InputContainer") -> VideoPro
 
 
 def decode_frames(path: str, indices: Sequence[int], probe: VideoProbe) -> Iterator[tuple[int, av.VideoFrame]]:
-    """Yield ``(index, frame)`` for the wanted presentation-order indices, decoding as little as possible.
+    """Yield ``(index, frame)`` for the wanted presentation-order indices, in order, decoding as little as possible.
 
-    Seeks forward only when the wanted frame's keyframe is past the current decode position;
-    otherwise decodes on, skipping non-reference frames nobody wants (their pixels cannot affect
-    a later frame). After the last wanted frame it stops. If the video ends early (its packets do
-    not all decode), the missing indices are simply not yielded.
+    Indices the stream never delivers (past its end, or after damage) are not yielded.
     """
     with av.open(path) as container:
-        yield from _decode_open(container, indices, probe, rewind=False)
+        yield from decode_container(container, indices, probe, rewind=False)
 
 
-def _decode_open(
+def decode_container(
     container: "av.container.InputContainer", indices: Sequence[int], probe: VideoProbe, rewind: bool
 ) -> Iterator[tuple[int, av.VideoFrame]]:
     """:func:`decode_frames` on an open container; ``rewind`` when a probe already read it to the end."""
@@ -186,7 +160,8 @@ def _decode_open(
     seeking = True  # cleared when a seek misses its keyframe: the rest is decoded sequentially
     target: int | None = None  # the keyframe the last seek aimed at, until its first frame arrives
     while cursor < len(wanted):
-        keyframe = _keyframe_at_or_before(probe.keyframes, wanted[cursor])
+        # The last keyframe at or before the wanted frame (the first keyframe when none is).
+        keyframe = probe.keyframes[max(bisect.bisect_right(probe.keyframes, wanted[cursor]) - 1, 0)]
         if frames is None or (seeking and keyframe > position + 1):
             if frames is not None or keyframe > 0 or rewind:
                 container.seek(probe.timestamps[keyframe], stream=stream, backward=True, any_frame=False)
@@ -201,9 +176,8 @@ def _decode_open(
             return  # the stream ended before the remaining wanted frames
         landed = index_of.get(frame.pts, position + 1) if frame.pts is not None else position + 1
         if target is not None and landed != target:
-            # The demuxer put us elsewhere (seen with B-frames in variable-frame-rate files). Before the
-            # keyframe: decoding on reaches it. After it: wanted frames may be behind us, so start over.
-            # Either way stop seeking in this file, which would otherwise repeat the miss forever.
+            # The seek landed elsewhere (B-frames in variable-frame-rate files). Before the keyframe, decoding on
+            # reaches it; after it, wanted frames may be behind, so restart. Either way stop seeking in this file.
             seeking = False
             if landed > target:
                 container.seek(0)
@@ -222,11 +196,9 @@ def _decode_open(
 def _decoded(
     container: "av.container.InputContainer", stream: "av.video.stream.VideoStream", wanted_stamps: set[int]
 ) -> Iterator[av.VideoFrame]:
-    """Frames from the demuxer's current position; unwanted non-reference frames are not decoded.
+    """Frames from the demuxer's current position; unwanted frames that nothing references are not decoded.
 
-    ``skip_frame="NONREF"`` drops only frames no other frame predicts from, so every decoded frame
-    is pixel-identical to a sequential decode (the stricter ``BIDIR`` is not: x264's B-pyramid uses
-    B-frames as references).
+    ``NONREF`` keeps every decoded frame pixel-identical; the stricter ``BIDIR`` would not (x264's B-pyramid).
     """
     context = stream.codec_context
     for packet in container.demux(stream):
@@ -235,20 +207,8 @@ def _decoded(
         yield from context.decode(packet)
 
 
-def _keyframe_at_or_before(keyframes: Sequence[int], index: int) -> int:
-    best = keyframes[0]
-    low, high = 0, len(keyframes) - 1
-    while low <= high:
-        middle = (low + high) // 2
-        if keyframes[middle] <= index:
-            best = keyframes[middle]
-            low = middle + 1
-        else:
-            high = middle - 1
-    return best
-
-
 _REFORMATTER = VideoReformatter()
+_ROTATIONS = {90: Image.Transpose.ROTATE_90, 180: Image.Transpose.ROTATE_180, 270: Image.Transpose.ROTATE_270}
 
 
 def to_image(frame: av.VideoFrame, options: FrameOptions) -> Image.Image:
@@ -266,14 +226,8 @@ def to_image(frame: av.VideoFrame, options: FrameOptions) -> Image.Image:
     image = Image.frombuffer(
         "RGB", (rgb.width, rgb.height), plane, "raw", "RGB", plane.line_size, 1  # type: ignore[arg-type]
     )
-    rotation = frame.rotation % 360 if frame.rotation else 0
-    if rotation == 90:
-        image = image.transpose(Image.Transpose.ROTATE_90)
-    elif rotation == 180:
-        image = image.transpose(Image.Transpose.ROTATE_180)
-    elif rotation == 270:
-        image = image.transpose(Image.Transpose.ROTATE_270)
-    return image
+    rotation = _ROTATIONS.get(frame.rotation % 360 if frame.rotation else 0)
+    return image.transpose(rotation) if rotation is not None else image
 
 
 def encode_jpeg(image: Image.Image, quality: int) -> bytes:
@@ -288,22 +242,15 @@ def extract_frames(
 ) -> FrameSet:
     """The frames of one video under ``options``, from the cache or freshly extracted.
 
-    Args:
-        video_path: The mp4 (any format FFmpeg reads).
-        cache_dir: Root of the content-addressed frame cache.
-        options: Sampling settings.
-        video_sha256: The video's digest when already known.
-        full_check: Check a cached entry's digests and the video even when its stamps match.
-
-    Raises:
-        VideoError: The video cannot be decoded, or the frames cannot be written.
+    ``full_check``: check a cached entry's digests and the video even when its stamps match.
+    Raises :class:`VideoError` when the video cannot be decoded or the frames cannot be written.
     """
     digest = video_sha256 or file_digest(video_path)
+    found, problem = cached_frames(video_path, cache_dir, options, digest, full_check)
+    if found is not None:
+        return found
     key = frames_key(digest, options)
     directory = frames_directory(cache_dir, key)
-    checked = cached_entry(video_path, cache_dir, directory, digest, options, full_check)
-    if checked.manifest is not None:
-        return frame_set_from(key, directory, checked.manifest, cached=True)
     try:
         _make_real_folder(directory)
         remove_stale_temporaries(directory)
@@ -313,12 +260,23 @@ def extract_frames(
         raise write_error(video_path, directory, error) from None
     except av.FFmpegError as error:
         raise VideoError(f"{video_path}: cannot be read as a video ({error})") from None
-    return frame_set_from(key, directory, manifest, cached=False, rebuilt_because=checked.problem)
+    return frame_set_from(key, directory, manifest, cached=False, rebuilt_because=problem)
+
+
+def cached_frames(video_path: str, cache_dir: str, options: FrameOptions, digest: str,
+                  full_check: bool) -> tuple[FrameSet | None, str | None]:
+    """The verified cached frames of one video, or None and why an existing entry is not trusted."""
+    key = frames_key(digest, options)
+    directory = frames_directory(cache_dir, key)
+    checked = cached_entry(video_path, cache_dir, directory, digest, options, full_check)
+    if checked.manifest is None:
+        return None, checked.problem
+    return frame_set_from(key, directory, checked.manifest, cached=True), None
 
 
 def cached_entry(video_path: str, cache_dir: str, directory: str, digest: str, options: FrameOptions,
                  full: bool) -> EntryCheck:
-    """:func:`helm_roboreward.media.frame_cache.check_entry` for this video (probing it only if a full check runs)."""
+    """:func:`helm_roboreward.media.frame_cache.check_entry` for this video (probed only if a full check runs)."""
 
     def facts() -> tuple[int, float]:
         probe = probe_video(video_path)
@@ -340,8 +298,9 @@ def _make_real_folder(directory: str) -> None:
 
 def _extract_into(
     video_path: str, container: "av.container.InputContainer", directory: str, options: FrameOptions, digest: str
-) -> dict[str, object]:
-    probe = _probe_open(video_path, container)
+) -> Manifest:
+    """Decode and store the selected frames, then write the manifest (last: it marks the entry complete)."""
+    probe = probe_container(video_path, container)
     indices = select_frame_indices(probe.num_frames, probe.native_fps, options)
     written, decoded_count = _write_selected(video_path, container, directory, probe, indices, options)
     if decoded_count is not None and decoded_count < probe.num_frames:
@@ -355,7 +314,7 @@ def _extract_into(
     _remove_unlisted_frames(directory, files)
     with Image.open(os.path.join(directory, files[0])) as first:  # reads the header only
         stored_width, stored_height = first.size
-    manifest: dict[str, object] = {
+    manifest: Manifest = {
         "extractor": EXTRACTOR_VERSION,
         "video_sha256": digest,
         "options": asdict(options),
@@ -378,7 +337,7 @@ def _extract_into(
 
 
 def _remove_unlisted_frames(directory: str, files: Sequence[str]) -> None:
-    """Delete frame files the final selection does not list (left by a first pass over a stream that ended early).
+    """Delete frame files the final selection does not list (a first pass over a stream that ended early).
 
     Safe next to a concurrent writer of the same key: identical inputs give identical final lists.
     """
@@ -401,11 +360,11 @@ def _write_selected(
 ) -> tuple[list[tuple[int, str, str]], int | None]:
     """Decode and store the wanted frames.
 
-    Returns ``(index, file name, SHA-256)`` triples and, when the stream ended before a wanted frame,
-    the number of frames that did decode.
+    Returns ``(index, file name, SHA-256)`` of each, and the number of frames that decode when the stream
+    ended before a wanted frame (else None).
     """
     written: list[tuple[int, str, str]] = []
-    for sequence, (index, frame) in enumerate(_decode_open(container, indices, probe, rewind=True)):
+    for sequence, (index, frame) in enumerate(decode_container(container, indices, probe, rewind=True)):
         name = f"{sequence:04d}.jpg"
         data = encode_jpeg(to_image(frame, options), options.jpeg_quality)
         write_atomically(os.path.join(directory, name), data)
@@ -427,21 +386,20 @@ def _count_decodable_frames(video_path: str) -> int:
         return count
 
 
-def frame_set_from(key: str, directory: str, manifest: dict[str, object], cached: bool,
-               rebuilt_because: str | None = None) -> FrameSet:
+def frame_set_from(key: str, directory: str, manifest: Manifest, cached: bool,
+                   rebuilt_because: str | None = None) -> FrameSet:
     """The :class:`FrameSet` a manifest describes (files under ``directory``)."""
-    files = [str(name) for name in manifest["files"]]  # type: ignore[attr-defined]
-    sizes = [int(size) for size in manifest["sizes"]]  # type: ignore[attr-defined]
+    files = [str(name) for name in manifest["files"]]
     return FrameSet(
         key=key,
         directory=directory,
         frame_files=tuple(os.path.join(directory, name) for name in files),
-        frame_indices=tuple(int(i) for i in manifest["frame_indices"]),  # type: ignore[attr-defined]
-        num_frames=int(manifest["num_frames"]),  # type: ignore[call-overload]
-        native_fps=float(manifest["native_fps"]),  # type: ignore[arg-type]
-        width=int(manifest["width"]),  # type: ignore[call-overload]
-        height=int(manifest["height"]),  # type: ignore[call-overload]
-        total_bytes=sum(sizes),
+        frame_indices=tuple(int(i) for i in manifest["frame_indices"]),
+        num_frames=int(manifest["num_frames"]),
+        native_fps=float(manifest["native_fps"]),
+        width=int(manifest["width"]),
+        height=int(manifest["height"]),
+        total_bytes=sum(int(size) for size in manifest["sizes"]),
         cached=cached,
         rebuilt_because=rebuilt_because,
     )

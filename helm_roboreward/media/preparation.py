@@ -1,9 +1,8 @@
-"""Turning rollouts into the media files requests point to: native mp4 copies or JPEG frames.
+"""Turning rollouts into the media files requests point to: JPEG frames, or native mp4 copies.
 
-Everything lands under one media folder (by default the scenario's output folder,
-``benchmark_output/scenarios/roboreward``) with content-addressed names, so ``roboreward prepare``
-and ``helm-run`` share the work, HELM's path-keyed request cache stays correct, the viewer can
-show the files, and no original file name (which can carry the label) reaches a model.
+Content-addressed names under one media folder let ``roboreward prepare`` and ``helm-run`` share the work and
+keep HELM's path-keyed request cache correct, and no original file name (it can carry the label) reaches a
+model. Workers, signals and failures: docs/media.md.
 """
 
 import multiprocessing
@@ -13,28 +12,28 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tqdm import tqdm
 
 from helm_roboreward.core.files import file_digest, write_atomically
 from helm_roboreward.data.rows import Rollout
-from helm_roboreward.media.copies import VideoCopy, check_copy, store_video
-from helm_roboreward.media.decoding import (
-    FrameSet,
-    MediaWriteError,
-    VideoError,
-    cached_entry,
-    extract_frames,
-    frame_set_from,
-)
-from helm_roboreward.media.frame_cache import frames_directory, frames_key
+from helm_roboreward.media.decoding import FrameSet, MediaWriteError, VideoError, cached_frames, extract_frames
 from helm_roboreward.protocol import FrameOptions
+
+if TYPE_CHECKING:
+    from helm_roboreward.media.copies import VideoCopy
 
 FRAMES_FOLDER = "frames"
 VIDEO_CONTENT_TYPE = "video/mp4"
 FRAME_CONTENT_TYPE = "image/jpeg"
+PARENT_CHECK_SECONDS = 0.5
+"""How often a worker checks that the process that started it is alive."""
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -61,6 +60,9 @@ class Failure:
 
     message: str
     fix: str = VideoError.fix
+
+
+Outcome = PreparedMedia | Failure
 
 
 @dataclass
@@ -105,7 +107,7 @@ class PreparationReport:
         return sum(1 for media in self._distinct() if media.cached)
 
 
-def _from_copy(copy: VideoCopy, video_sha256: str) -> PreparedMedia:
+def _from_copy(copy: "VideoCopy", video_sha256: str) -> PreparedMedia:
     return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (copy.path,), (), copy.num_bytes, copy.cached,
                          copy.rebuilt_because)
 
@@ -122,6 +124,8 @@ def prepare_one(
     """Produce one video's media (run inside worker processes); hashes the video unless ``digest`` is given."""
     digest = digest or file_digest(video_path)
     if native:
+        from helm_roboreward.media.copies import store_video  # native-video runs only
+
         return _from_copy(store_video(video_path, digest, media_dir, full_check), digest)
     frames_dir = os.path.join(media_dir, FRAMES_FOLDER)
     return _from_frames(extract_frames(video_path, frames_dir, options, digest, full_check), digest)
@@ -132,21 +136,16 @@ def cached_media(
 ) -> tuple[PreparedMedia | None, str | None]:
     """The verified cached media of one video, or None and why an existing entry is not trusted."""
     if native:
+        from helm_roboreward.media.copies import check_copy  # native-video runs only
+
         copy, problem = check_copy(video_path, digest, media_dir, full_check)
         return (_from_copy(copy, digest) if copy is not None else None), problem
-    frames_dir = os.path.join(media_dir, FRAMES_FOLDER)
-    key = frames_key(digest, options)
-    directory = frames_directory(frames_dir, key)
-    checked = cached_entry(video_path, frames_dir, directory, digest, options, full_check)
-    if checked.manifest is None:
-        return None, checked.problem
-    return _from_frames(frame_set_from(key, directory, checked.manifest, cached=True), digest), None
+    frames, problem = cached_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
+    return (_from_frames(frames, digest) if frames is not None else None), problem
 
 
-Outcome = PreparedMedia | Failure
-
-
-def _safe(call: Callable[[], PreparedMedia], video_path: str) -> Outcome:
+def _safe(call: Callable[[], _T], video_path: str) -> _T | Failure:
+    """``call()``, or the :class:`Failure` its error describes."""
     try:
         return call()
     except MediaWriteError as error:
@@ -159,7 +158,7 @@ def _safe(call: Callable[[], PreparedMedia], video_path: str) -> Outcome:
 
 def _safe_prepare(video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str,
                   full_check: bool) -> Outcome:
-    return _safe(lambda: prepare_one(video_path, media_dir, native, options, digest, full_check), video_path)
+    return _safe(partial(prepare_one, video_path, media_dir, native, options, digest, full_check), video_path)
 
 
 def prepare_media(
@@ -173,12 +172,8 @@ def prepare_media(
 ) -> PreparationReport:
     """Prepare the media of every distinct video, in worker processes when more than one needs work.
 
-    Cache hits are decided here, in this process (verified as :mod:`helm_roboreward.media.frame_cache` and
-    :mod:`helm_roboreward.media.copies` describe; ``full_check`` re-reads every cached file); workers
-    are started only for the videos that need work, never more than there are. Failures do not stop
-    the others: every video is attempted, finished ones stay cached, and the report lists each failure
-    and each untrusted entry that was rebuilt. On SIGTERM or SIGINT the queued videos are cancelled and
-    the workers stopped; workers also stop by themselves when this process dies.
+    Cache hits are verified here (``full_check`` re-reads every cached file); workers start only for the misses.
+    A failure does not stop the others: the report lists each failure and each untrusted entry rebuilt.
     """
     started = time.perf_counter()
     _check_writable(media_dir)
@@ -194,10 +189,12 @@ def prepare_media(
     bar = tqdm(total=len(paths_by_digest), desc=f"roboreward {label}", unit="video", disable=not progress)
     misses: list[tuple[str, list[str]]] = []
     for digest, paths in paths_by_digest.items():
-        hit = _safe_lookup(paths[0], media_dir, native, options, digest, full_check)
-        if isinstance(hit, tuple):
-            if hit[1] is not None:
-                report.rebuilt[paths[0]] = hit[1]
+        # A full check probes the video and may find it broken: a failure, not a miss.
+        found = _safe(partial(cached_media, paths[0], media_dir, native, options, digest, full_check), paths[0])
+        hit, problem = (found, None) if isinstance(found, Failure) else found
+        if hit is None:
+            if problem is not None:
+                report.rebuilt[paths[0]] = problem
             misses.append((digest, paths))
         else:
             _record(report, paths, hit)
@@ -208,25 +205,6 @@ def prepare_media(
     bar.close()
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _safe_lookup(video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str,
-                 full_check: bool) -> Outcome | tuple[None, str | None]:
-    """A cache hit (or the failure a full check found), or ``(None, why an entry was distrusted or None)``."""
-    found: list[tuple[PreparedMedia | None, str | None]] = []
-
-    def lookup() -> PreparedMedia:
-        found.append(cached_media(video_path, media_dir, native, options, digest, full_check))
-        return found[-1][0] or _MISS
-
-    outcome = _safe(lookup, video_path)  # a full check probes the video and may find it broken
-    if isinstance(outcome, Failure):
-        return outcome
-    return outcome if outcome is not _MISS else (None, found[-1][1])
-
-
-_MISS = PreparedMedia("", "", (), (), 0, cached=False)
-"""Stands for "not in the cache" inside :func:`_safe_lookup`."""
 
 
 def _run(
@@ -243,7 +221,7 @@ def _run(
     # "spawn": forking a process that runs threads (helm-run, tqdm's monitor) and FFmpeg can deadlock the child.
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_watch_parent, initargs=(os.getpid(),))
-    with _StopOnSignals(pool):
+    with _stop_on_sigterm(pool):
         try:
             futures: list[tuple[list[str], Future[Outcome]]] = [
                 (paths, pool.submit(_safe_prepare, paths[0], media_dir, native, options, digest, full_check))
@@ -255,10 +233,6 @@ def _run(
             _stop(pool)
             raise
     pool.shutdown(wait=True)
-
-
-PARENT_CHECK_SECONDS = 0.5
-"""How often a worker checks that the process that started it is alive."""
 
 
 def _watch_parent(parent: int) -> None:
@@ -290,26 +264,26 @@ class _Stopped(BaseException):
     """SIGTERM arrived while workers ran: unwinds like KeyboardInterrupt, then the signal's default applies."""
 
 
-class _StopOnSignals:
-    """Within this block, SIGTERM and SIGINT stop the pool (main thread only; elsewhere nothing changes)."""
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise _Stopped()
 
-    def __init__(self, pool: ProcessPoolExecutor) -> None:
-        self.pool = pool
-        self.previous: dict[int, Any] = {}
 
-    def __enter__(self) -> "_StopOnSignals":
-        if threading.current_thread() is threading.main_thread():
-            self.previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_term)
-        return self
-
-    def _on_term(self, signum: int, frame: Any) -> None:
-        raise _Stopped()
-
-    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
-        if kind is _Stopped:
-            _stop(self.pool)
+@contextmanager
+def _stop_on_sigterm(pool: ProcessPoolExecutor) -> Iterator[None]:
+    """Within this block, SIGTERM stops the pool, then takes its course (main thread only; elsewhere no change)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_stopped) if main else None
+    stopped = False
+    try:
+        yield
+    except _Stopped:
+        stopped = True
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+        if stopped:
+            _stop(pool)
             signal.raise_signal(signal.SIGTERM)  # the previous handler (or the default: terminate) decides
 
 

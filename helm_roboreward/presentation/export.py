@@ -8,7 +8,7 @@ directory (``benchmark_output/scenarios/roboreward/...`` for the default ``-o``)
 media files a suite's runs point to into the export, at the place the frontend will ask for them.
 
 A recorded location is data, not a trusted path: export-media reads only media files that resolve inside
-``--output-path`` and writes only inside ``--export-path`` (:mod:`helm_roboreward.media.paths`).
+``--output-path`` and writes only inside ``--export-path`` (:mod:`helm_roboreward.media.containment`).
 """
 
 import json
@@ -16,16 +16,9 @@ import os
 import stat
 from dataclasses import dataclass
 
-from helm_roboreward.media.paths import (
-    MARKER,
-    UnsafePathError,
-    media_objects,
-    recorded_path,
-    relative_parts,
-    require_inside,
-    viewer_relative_path,
-    write_inside,
-)
+from helm_roboreward.media.containment import UnsafePathError, relative_parts, require_inside, write_inside
+from helm_roboreward.media.paths import media_objects, recorded_path
+from helm_roboreward.media.viewer import MARKER, viewer_relative_path
 
 __all__ = ["MARKER", "recorded_path", "viewer_relative_path", "media_objects", "export_media"]
 

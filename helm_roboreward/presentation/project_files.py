@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, MODEL_METADATA_FILE, config_dir
 from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS
 from helm_roboreward.data.rows import DataError, metadata_path, read_metadata
-from helm_roboreward.media.paths import require_inside, write_inside
+from helm_roboreward.media.containment import require_inside, write_inside
 from helm_roboreward.presentation.schema import render_schema
 from helm_roboreward.protocol import METADATA_FILE, OFFICIAL_SUBSETS, SAMPLE_SUBSETS, TEST_SPLIT
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helm_roboreward.data.rows import DataError
-from helm_roboreward.media.paths import is_inside
+from helm_roboreward.media.containment import is_inside
 from helm_roboreward.protocol import PROMPT_VERSION, TEST_SPLIT
 from helm_roboreward.robot_data import label_outputs as outputs
 from helm_roboreward.robot_data.helm_outputs import Prediction, RunInfo, predictions_of, roboreward_runs

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.rows import DataError, jsonl_lines
-from helm_roboreward.media.paths import is_inside
+from helm_roboreward.media.containment import is_inside
 
 V30 = "v3.0"
 V2_VERSIONS = ("v2.0", "v2.1")

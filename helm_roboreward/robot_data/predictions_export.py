@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from helm_roboreward.data.rows import DataError
-from helm_roboreward.media.paths import viewer_relative_path
+from helm_roboreward.media.viewer import viewer_relative_path
 from helm_roboreward.protocol import PROMPT_VERSION
 from helm_roboreward.robot_data.helm_outputs import RunInfo, predictions_of, roboreward_runs
 

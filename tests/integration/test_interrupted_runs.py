@@ -37,8 +37,7 @@ from typing import Any
 
 import pytest
 
-from helm_roboreward.media.frame_cache import read_manifest
-from helm_roboreward.media.store import MANIFEST_FILE
+from helm_roboreward.media.frame_cache import MANIFEST_FILE, read_manifest
 from tests.helpers.fakes import FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.harness import (
     SAMPLE,

@@ -17,19 +17,9 @@ import pytest
 from PIL import Image
 
 import helm_roboreward.media.decoding as extraction
-from helm_roboreward.media.decoding import (
-    MANIFEST_FILE,
-    FrameSet,
-    VideoError,
-    decode_frames,
-    encode_jpeg,
-    extract_frames,
-    file_digest,
-    frames_directory,
-    frames_key,
-    probe_video,
-)
-from helm_roboreward.media.store import STAMP_FILE
+from helm_roboreward.core.files import file_digest
+from helm_roboreward.media.decoding import FrameSet, VideoError, decode_frames, encode_jpeg, extract_frames, probe_video
+from helm_roboreward.media.frame_cache import MANIFEST_FILE, STAMP_FILE, frames_directory, frames_key
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers import videos
 
@@ -301,7 +291,7 @@ def test_a_misplaced_seek_still_yields_the_exact_frames(video_dir: Path, shift: 
     with av.open(str(path)) as container, deadline(60):
         wrapper = MisplacedSeeks(container, [probe.timestamps[k] for k in probe.keyframes], shift)
         got = {index: frame.to_ndarray(format="rgb24")
-               for index, frame in extraction._decode_open(wrapper, indices, probe, rewind=False)}  # type: ignore[arg-type]
+               for index, frame in extraction.decode_container(wrapper, indices, probe, rewind=False)}  # type: ignore[arg-type]
     assert sorted(got) == sorted(set(indices))
     for index, array in got.items():
         assert np.array_equal(array, reference[index]), f"frame {index} differs from sequential decoding"

@@ -46,7 +46,7 @@ def run_report(args: argparse.Namespace) -> int:
     Returns:
         0 on success, :data:`EXIT_BAD_INPUT` on bad input (message on stderr).
     """
-    from helm_roboreward.media.paths import UnsafePathError
+    from helm_roboreward.media.containment import UnsafePathError
     from helm_roboreward.presentation.report.errors import ReportError
 
     try:

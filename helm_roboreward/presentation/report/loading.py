@@ -17,7 +17,7 @@ from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.stats import subset_mae
 from helm_roboreward.data.naming import cluster_of
 from helm_roboreward.data.sources import HUB
-from helm_roboreward.media.paths import is_inside
+from helm_roboreward.media.containment import is_inside
 from helm_roboreward.presentation.report.errors import ReportError
 from helm_roboreward.presentation.report.label_sources import label_notes
 from helm_roboreward.protocol import SCENARIO_CLASS, subset_info

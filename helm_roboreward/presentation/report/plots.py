@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from helm_roboreward.media.paths import write_inside
+from helm_roboreward.media.containment import write_inside
 from helm_roboreward.presentation.report.analysis import CONFUSION_COLUMNS, SCORES, ModelSummary, ReportData
 from helm_roboreward.presentation.report.errors import ReportError
 

@@ -6,7 +6,7 @@ Rendering is pure (strings from :class:`ReportData`); :func:`write_report` write
 from collections.abc import Sequence
 
 from helm_roboreward.core.leaderboard import PUBLISHED_LEADERBOARD
-from helm_roboreward.media.paths import write_inside
+from helm_roboreward.media.containment import write_inside
 from helm_roboreward.presentation.report.analysis import ModelSummary, ReportData
 from helm_roboreward.presentation.report.bootstrap import Interval
 from helm_roboreward.presentation.report.csv_tables import (
@@ -356,7 +356,7 @@ def render_markdown(data: ReportData) -> str:
 def write_report(data: ReportData, out_dir: str) -> list[str]:
     """Write ``report.md`` and the CSV tables into ``out_dir`` (created if needed); returns the file names.
 
-    Each file is written atomically inside ``out_dir`` (:func:`helm_roboreward.media.paths.write_inside`): a
+    Each file is written atomically inside ``out_dir`` (:func:`helm_roboreward.media.containment.write_inside`): a
     link planted at a file's name is replaced, never written through.
     """
     texts = {REPORT_FILE: render_markdown(data), **csv_texts(data)}
