@@ -20,7 +20,7 @@ from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
 from helm_roboreward.core.record import InstanceRecord
-from helm_roboreward.core.stats import STATS, gold_prediction, gold_prediction_rows, kind_mae, robot_mae, subset_mae
+from helm_roboreward.core.stat_names import gold_prediction, gold_prediction_rows, kind_mae, robot_mae, subset_mae
 from helm_roboreward.protocol import (
     EXPECTED,
     FAILED_POLICIES,
@@ -162,7 +162,9 @@ class RoboRewardMetric(Metric):
         return derived
 
     def get_metadata(self) -> list[MetricMetadata]:
-        """Names, descriptions and directions of the stats, from the stats catalogue."""
+        """Names, descriptions and directions of the stats, from the stats catalogue (read by helm-summarize)."""
+        from helm_roboreward.core.stats import STATS
+
         return [MetricMetadata(definition.name, definition.display_name, None, definition.description,
                                definition.lower_is_better) for definition in STATS]
 

@@ -6,7 +6,17 @@ The metric's metadata, the schema, the summarizer and the report all read it (do
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE, Subset, robot_slug
+from helm_roboreward.core.stat_names import (
+    KIND_MAE_PREFIX,
+    ROBOT_MAE_PREFIX,
+    SUBSET_MAE_PREFIX,
+    gold_prediction,
+    gold_prediction_rows,
+    kind_mae,
+    robot_mae,
+    subset_mae,
+)
+from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE, Subset
 
 ACCURACY = "accuracy"
 FAILURE_MODES = "failure_modes"
@@ -17,22 +27,6 @@ COST = "cost"
 REWARD_MODEL = "reward_model"
 EXPECTED = "expected_score"
 PEER = "peer_metrics"
-
-SUBSET_MAE_PREFIX = "mae_subset_"
-ROBOT_MAE_PREFIX = "mae_robot_"
-KIND_MAE_PREFIX = "mae_kind_"
-GOLD_PREDICTION_PREFIX = "predicted_score_gold_"
-
-
-def gold_prediction(gold: int) -> str:
-    """The copy of ``predicted_score`` that only rows with this gold label carry (its mean: the mean prediction)."""
-    return f"{GOLD_PREDICTION_PREFIX}{gold}"
-
-
-def gold_prediction_rows(gold: int) -> str:
-    """The run-level count of the rows carrying :func:`gold_prediction` (its weight when pooled over runs)."""
-    return f"{GOLD_PREDICTION_PREFIX}{gold}_rows"
-
 
 GOLD_PREDICTIONS: tuple[str, ...] = tuple(gold_prediction(gold) for gold in range(MIN_SCORE, MAX_SCORE + 1))
 
@@ -186,19 +180,7 @@ def in_group(group: str) -> tuple[StatDefinition, ...]:
     return tuple(BY_NAME[name] for name in METRIC_GROUPS[group])
 
 
-def subset_mae(subset_id: str) -> str:
-    """The breakdown stat of one subset."""
-    return SUBSET_MAE_PREFIX + subset_id
 
-
-def robot_mae(robot: str) -> str:
-    """The breakdown stat of one robot."""
-    return ROBOT_MAE_PREFIX + robot_slug(robot)
-
-
-def kind_mae(kind: str) -> str:
-    """The breakdown stat of one augmentation kind."""
-    return KIND_MAE_PREFIX + kind
 
 
 def breakdown_stats(
