@@ -140,6 +140,7 @@ print(json.dumps([compare_metadata(json.loads(sys.argv[3])), compare_decoders(sy
 """
 
 
+@pytest.mark.slow
 def test_both_decoders_give_the_model_the_same_inputs(tiny_qwen3vl: Path, clips: dict[str, Path],
                                                        tmp_path: Path) -> None:
     videos = {label: str(path) for label, path in {**sample_videos(), **clips}.items()}

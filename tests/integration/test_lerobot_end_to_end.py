@@ -41,6 +41,8 @@ from tests.helpers.lerobot_datasets import (
 )
 from tests.helpers.videos import decode_all, frame_numbers
 
+pytestmark = pytest.mark.slow  # LeRobot datasets imported, run and labelled end to end
+
 KITCHEN_REWARDS = {0: 1, 1: 5, 2: 2, 3: 4, 4: 3, 5: 5}
 MIN_PSNR_DB = 40.0
 """As in tests/robot_data/test_episode_clips.py: a re-encoded frame measures ~50 dB, a neighbouring one <= 15."""

@@ -37,6 +37,8 @@ from tests.helpers.harness import (
 )
 from tests.helpers.sample import constant_mae, sample_rows
 
+pytestmark = pytest.mark.slow  # local copies end to end: helm-run, summarize and report several times
+
 RENAMED = {"sim_panda": "bridge", "sim_kuka": "my_robot"}
 STANDARD_SCHEMA = SCHEMA
 

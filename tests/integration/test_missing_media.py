@@ -19,6 +19,8 @@ from tests.helpers.harness import TIMEOUT, check_completed, helm_environment, he
 from tests.helpers.sample import constant_mae, rows_of
 from tests.helpers.suite import SUBSETS, SUITE, SuiteCopy, run_name
 
+pytestmark = pytest.mark.slow  # helm-summarize on damaged copies of the sample suite
+
 FIX = "copy scenarios/ too"
 
 

@@ -11,6 +11,8 @@ import pytest
 from tests.helpers.harness import TIMEOUT, cli, helm_environment
 from tests.helpers.sample import REPO, rows_of, sample_rows
 
+pytestmark = pytest.mark.slow  # each case is a roboreward process
+
 MODELS = ["openai/gpt-5-mini-2025-08-07", "anthropic/claude-sonnet-4-5-20250929", "google/gemini-2.5-pro",
           "teetone/roboreward-8b"]
 

@@ -38,6 +38,8 @@ from tests.helpers.harness import (
 )
 from tests.helpers.sample import rows_of
 
+pytestmark = pytest.mark.slow  # helm-run against a loopback server for every new deployment
+
 SUBSET = "sim_kuka"
 
 

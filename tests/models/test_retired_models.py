@@ -140,6 +140,7 @@ def test_helm_run_stops_before_any_request(tmp_path: Path, model: str) -> None:
     assert not runs.exists() or not any(p.name.startswith("roboreward:") for p in runs.iterdir())
 
 
+@pytest.mark.slow
 def test_an_old_suite_of_a_retired_model_still_summarizes_with_its_display_name(tmp_path: Path) -> None:
     """The suite is made with the escape hatch (as an old suite was made before the retirement)."""
     with FakeModelServer() as fake:

@@ -39,6 +39,8 @@ from hypothesis import strategies as st
 from helm_roboreward.protocol import parse_progress_score, score_prediction
 from tests.helpers.metric_inputs import answered, generation_stats, make_instance
 
+pytestmark = pytest.mark.slow  # 10,500 fuzzed completions against a reference parser
+
 MAX_MAGNITUDE = 1e75
 """README: numbers too large for a finite squared error are unparseable (the package's documented deviation)."""
 
