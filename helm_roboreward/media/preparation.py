@@ -207,16 +207,21 @@ def prepare_media(
     return report
 
 
+VIDEOS_PER_WORKER = 16
+"""A spawned worker costs about a second of start-up (it imports PyAV, NumPy and the main module again); a worker
+is started for every 16 videos that need work, so a small cold run (a sample subset) stays in this process."""
+
+
 def _run(
     misses: list[tuple[str, list[str]]], media_dir: str, native: bool, options: FrameOptions, jobs: int,
     full_check: bool, report: PreparationReport,
 ) -> Iterator[tuple[list[str], Outcome]]:
-    """Prepare the misses: here for one (or ``jobs`` <= 1), else in ``min(jobs, misses)`` spawned workers."""
-    if jobs <= 1 or len(misses) <= 1:
+    """Prepare the misses in ``min(jobs, misses // VIDEOS_PER_WORKER)`` spawned workers, or here when that is one."""
+    workers = min(jobs, len(misses) // VIDEOS_PER_WORKER)
+    if workers <= 1:
         for digest, paths in misses:
             yield paths, _safe_prepare(paths[0], media_dir, native, options, digest, full_check)
         return
-    workers = min(jobs, len(misses))
     report.workers = workers
     # "spawn": forking a process that runs threads (helm-run, tqdm's monitor) and FFmpeg can deadlock the child.
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
