@@ -141,20 +141,17 @@ def get_roboreward_spec(
         raise ValueError(f"roboreward: unknown argument(s) {', '.join(sorted(unknown))}; see README's run-entry "
                          "options table")
     subset, data, revision, video, failed = str(subset), str(data), str(revision), str(video), str(failed)
-    if video not in VIDEO_MODES:
-        raise ValueError(f"roboreward: video={video!r} is not one of {', '.join(VIDEO_MODES)}")
-    if failed not in FAILED_POLICIES:
-        raise ValueError(f"roboreward: failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
     layout, decoding, score = str(layout), str(decoding), str(score)
-    if score not in SCORE_MODES:
-        raise ValueError(f"roboreward: score={score!r} is not one of {', '.join(SCORE_MODES)} (official: parsed; "
-                         "expected: expected-score rewards from the answer token's probabilities)")
-    if layout not in LAYOUTS:
-        raise ValueError(f"roboreward: layout={layout!r} is not one of {', '.join(LAYOUTS)} (official: the "
-                         "message layout of each model's official client)")
-    if decoding not in DECODINGS:
-        raise ValueError(f"roboreward: decoding={decoding!r} is not one of {', '.join(DECODINGS)} (official: "
-                         "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the rest)")
+    for name, value, allowed, official in (
+            ("video", video, VIDEO_MODES, ""), ("failed", failed, FAILED_POLICIES, ""),
+            ("score", score, SCORE_MODES, "parsed; expected: expected-score rewards from the answer token's "
+                                          "probabilities"),
+            ("layout", layout, LAYOUTS, "the message layout of each model's official client"),
+            ("decoding", decoding, DECODINGS, "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the "
+                                              "rest")):
+        if value not in allowed:
+            raise ValueError(f"roboreward: {name}={value!r} is not one of {', '.join(allowed)}"
+                             + (f" (official: {official})" if official else ""))
     if data != "hf" and revision != DATASET_REVISION:
         raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
     _check_subset_name(subset)
@@ -189,25 +186,10 @@ def get_roboreward_spec(
 
 def _adapter_spec() -> AdapterSpec:
     """Every field set on purpose: HELM's defaults (5 outputs, temperature 1, "Input:" prefixes) are wrong here."""
-    return AdapterSpec(
-        method=ADAPT_GENERATION_MULTIMODAL,
-        global_prefix="",
-        global_suffix="",
-        instructions="",
-        input_prefix="",
-        input_suffix="",
-        output_prefix="",
-        output_suffix="",
-        instance_prefix="",
-        max_train_instances=0,
-        num_outputs=1,
-        num_train_trials=1,
-        num_trials=1,
-        temperature=0.0,
-        max_tokens=DEFAULT_MAX_TOKENS,
-        stop_sequences=[],
-        random=None,
-    )
+    return AdapterSpec(method=ADAPT_GENERATION_MULTIMODAL, global_prefix="", global_suffix="", instructions="",
+                       input_prefix="", input_suffix="", output_prefix="", output_suffix="", instance_prefix="",
+                       max_train_instances=0, num_outputs=1, num_train_trials=1, num_trials=1, temperature=0.0,
+                       max_tokens=DEFAULT_MAX_TOKENS, stop_sequences=[], random=None)
 
 
 def metric_specs(failed: str = MAX_ERROR, score: str = PARSED) -> list[MetricSpec]:
