@@ -6,6 +6,7 @@ per-subset MAEs) and the instances' ``extra_data`` from ``instances.json`` (writ
 helm-summarize) or else ``scenario_state.json`` (written by helm-run).
 """
 
+import hashlib
 import json
 import os
 from collections import defaultdict
@@ -146,17 +147,34 @@ def _listing(names: list[str]) -> str:
     return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
 
 
-def _read_json(path: str) -> Any:
+def _read_bytes(path: str) -> bytes:
     if not is_inside(path, os.path.dirname(path)):  # a link in a run folder is never followed out of it
         raise _UnusableRunError(f"{os.path.basename(path)} is a link to {os.path.realpath(path)}, outside its run "
                                 "folder; replace it with the file helm-run wrote")
     if not os.path.isfile(path):
         raise _UnusableRunError(f"no {os.path.basename(path)} (unfinished run?)")
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError) as error:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
         raise _UnusableRunError(f"{os.path.basename(path)} is unreadable ({error})") from error
+
+
+def _parse(path: str, raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as error:
+        raise _UnusableRunError(f"{os.path.basename(path)} is unreadable ({error})") from error
+
+
+def _read_json(path: str) -> Any:
+    return _parse(path, _read_bytes(path))
+
+
+_PARSED_INSTANCES: dict[str, dict[str, dict[str, Any]]] = {}
+"""instances.json by the SHA-256 of its bytes: every model's run of one scenario writes the same file, so a suite
+of 25 models parses each subset's instances once."""
+_MAX_PARSED_INSTANCES = 32
 
 
 def suite_directory(output_path: str, suite: str) -> str:
@@ -183,10 +201,18 @@ def _stat_means(stats: Any) -> dict[str, float]:
 
 
 def _instances_by_id(run_dir: str) -> dict[str, dict[str, Any]]:
-    """The run's instances (as JSON) by id, from instances.json or else scenario_state.json."""
+    """The run's instances (as JSON) by id, from instances.json or else scenario_state.json (never changed)."""
     path = os.path.join(run_dir, "instances.json")
     if os.path.isfile(path):
-        instances = _read_json(path)
+        raw = _read_bytes(path)
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest not in _PARSED_INSTANCES:
+            if len(_PARSED_INSTANCES) >= _MAX_PARSED_INSTANCES:
+                _PARSED_INSTANCES.pop(next(iter(_PARSED_INSTANCES)))
+            parsed = _parse(path, raw)
+            _PARSED_INSTANCES[digest] = {str(item.get("id")): item for item in parsed if isinstance(item, dict)} \
+                if isinstance(parsed, list) else {}
+        return _PARSED_INSTANCES[digest]
     else:
         state = _read_json(os.path.join(run_dir, "scenario_state.json"))
         states = state.get("request_states", []) if isinstance(state, dict) else []
