@@ -296,6 +296,11 @@ WITHIN_ONE = 1.0
 """Peer harnesses' "within 1" accuracy: an error at most this (not an official number; reported beside it)."""
 
 
+def within_one(abs_error: float) -> float:
+    """1 when the error is at most :data:`WITHIN_ONE` (an unparseable answer, error 4, is not), else 0."""
+    return 1.0 if abs_error <= WITHIN_ONE else 0.0
+
+
 def official_number_match(completion: str) -> re.Match[str] | None:
     """The official rule's match on the stripped completion (None: unparseable); group 1 is the number.
 
@@ -338,7 +343,8 @@ class ScoredPrediction:
 def maximum_error_score(gold: int, invalid_output: bool) -> ScoredPrediction:
     """The charge for an answer without a score (``invalid_output`` False: a failed request, no answer at all)."""
     return ScoredPrediction(None, gold, UNPARSEABLE_ABS_ERROR, UNPARSEABLE_ABS_ERROR**2, 0.0,
-                            1.0 if invalid_output else 0.0, None, 0.0, 1.0 if gold == MAX_SCORE else 0.0, 0.0)
+                            1.0 if invalid_output else 0.0, None, 0.0, 1.0 if gold == MAX_SCORE else 0.0,
+                            within_one(UNPARSEABLE_ABS_ERROR))
 
 
 def score_prediction(completion: str, gold: int) -> ScoredPrediction:
@@ -350,7 +356,7 @@ def score_prediction(completion: str, gold: int) -> ScoredPrediction:
     return ScoredPrediction(predicted, gold, abs(error), error * error, 1.0 if predicted == gold else 0.0, 0.0,
                             error, 1.0 if predicted == MAX_SCORE and gold < MAX_SCORE else 0.0,
                             1.0 if gold == MAX_SCORE and predicted != MAX_SCORE else 0.0,
-                            1.0 if abs(error) <= WITHIN_ONE else 0.0)
+                            within_one(abs(error)))
 
 
 # --- 6. The options: each run-entry argument, its official value first -----------------------------------------

@@ -15,17 +15,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from helm_roboreward.protocol import GOLD_LABELS, WITHIN_ONE
+from helm_roboreward.protocol import GOLD_LABELS, within_one
 
 
 def exact_match(abs_error: float) -> float:
     """1 when the answer equals the label (error 0), else 0: the metric's ``exact_match`` from the error."""
     return 1.0 if abs_error == 0 else 0.0
 
-
-def within_one(abs_error: float) -> float:
-    """1 when ``|predicted - gold| <= 1``, else 0 (an unparseable or charged failed row has error 4: 0)."""
-    return 1.0 if abs_error <= WITHIN_ONE else 0.0
 
 
 @dataclass(frozen=True)
