@@ -77,6 +77,7 @@ SERVER_SETTING_CLIENTS = ("vllm",)
 OpenAI, Anthropic and Google clients take neither."""
 
 NO_FAMILY = "none"
+NO_TOKENIZER_WINDOW_SERVICE = "helm.benchmark.window_services.no_tokenizer_window_service.NoTokenizerWindowService"
 
 
 @dataclass(frozen=True)
@@ -296,8 +297,13 @@ def _client_args(new: NewModel) -> dict[str, Any]:
 
 
 def deployment_entry(new: NewModel) -> dict[str, Any]:
-    """The deployment's entry in ``model_deployments.yaml`` (no tokenizer: nothing to download)."""
-    entry: dict[str, Any] = {"name": new.deployment_name, "model_name": new.model}
+    """The deployment's entry in ``model_deployments.yaml`` (no tokenizer: nothing to download).
+
+    HELM's no-tokenizer window service keeps HELM from looking a tokenizer up, so the model runs on other
+    benchmarks too.
+    """
+    entry: dict[str, Any] = {"name": new.deployment_name, "model_name": new.model,
+                             "window_service_spec": {"class_name": NO_TOKENIZER_WINDOW_SERVICE}}
     max_sequence_length = new.max_sequence_length or _family_settings(new)[1]
     if max_sequence_length:
         entry["max_sequence_length"] = max_sequence_length

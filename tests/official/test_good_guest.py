@@ -9,11 +9,12 @@ The plugin may only add its own models and deployments.
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.harness import helm_environment
+from tests.helpers.harness import check_completed, helm_environment, helm_run_command, request_states
 from tests.helpers.sample import REPO
 
 OTHER_BENCHMARKS = (
@@ -65,3 +66,24 @@ def test_our_models_run_elsewhere_by_name(snapshots: tuple[dict[str, Any], dict[
     assert len(runs) == 1 and runs[0]["name"].startswith("mmmu:")
     # HELM's own rule picks the deployment (the last one registered): the vLLM one, never a twin.
     assert runs[0]["adapter_spec"]["model_deployment"] == "vllm/roboreward-8b"
+
+
+def test_our_models_run_on_a_text_benchmark(tmp_path: Path) -> None:
+    """HELM's tokenizer lookup does not stop them: a text benchmark (generated offline) runs end to end."""
+    entry = "synthetic_reasoning:mode=pattern_match,model=baseline/constant-3"
+    done = subprocess.run([*helm_run_command([entry], "guest", tmp_path / "prod_env"), "-m", "3"], cwd=tmp_path,
+                          env=helm_environment(), capture_output=True, text=True, timeout=600)
+    check_completed(done, entry)
+    (run,) = (tmp_path / "benchmark_output" / "runs" / "guest").glob("synthetic_reasoning*")
+    states = request_states(run)
+    assert len(states) == 3 and all(state["result"]["completions"][0]["text"] == "ANSWER: 3" for state in states)
+
+
+def test_every_package_deployment_looks_no_tokenizer_up() -> None:
+    """Deployments without a tokenizer name HELM's no-tokenizer window service (its default one needs a tokenizer)."""
+    from helm_roboreward.models.add_model import NO_TOKENIZER_WINDOW_SERVICE
+    from helm_roboreward.models.registry import _package_deployments
+
+    missing = [d.name for d in _package_deployments() if d.tokenizer_name is None and (
+        d.window_service_spec is None or d.window_service_spec.class_name != NO_TOKENIZER_WINDOW_SERVICE)]
+    assert not missing
