@@ -1,12 +1,8 @@
-"""Routing a ``roboreward`` run officially once HELM has set its model (docs/protocol.md, sections 4-5).
+"""Routing a ``roboreward`` run once HELM has set its model: deployment, media, token allowance, run name.
 
-HELM calls the run spec function before it knows the model (``model=`` is HELM's own expander), so the run spec
-carries a :class:`RoutingRequest` and :func:`route` resolves it from the run spec alone, once per model and
-deployment: the deployment (the one named, else the package's preferred one, else HELM's default; then the twin
-serving a named departure), the media (rule 4 of :mod:`helm_roboreward.protocol`), the token allowance and the
-run name, which shows every setting that changes results. It refuses, before anything runs: an unknown
-deployment, declared request limits on a client that cannot take them, a retired model, two models HELM would
-write alike in run names, and a HELM model group (``model=vlm``) in a ``roboreward`` entry.
+HELM calls the run spec function before it knows the model (``model=`` is HELM's expander), so the run spec carries
+a :class:`RoutingRequest` that :func:`route` resolves (docs/protocol.md, sections 4-5). It refuses before anything
+runs: an unknown deployment, request limits its client cannot take, a retired model, a run-name clash, a model group.
 """
 
 import dataclasses
@@ -25,7 +21,7 @@ from helm.benchmark.model_deployment_registry import (
     get_model_deployment,
 )
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA, model_has_tag
-from helm.common.hierarchical_logger import hlog
+from helm.common.hierarchical_logger import hlog, hwarn
 
 from helm_roboreward.models.lifecycle import check_not_retired
 from helm_roboreward.models.registry import (
@@ -61,7 +57,7 @@ _ENTRIES = itertools.count(1)
 
 @dataclasses.dataclass(frozen=True)
 class RoutingRequest:
-    """What a ``roboreward`` entry asked for that depends on the model (``run_spec.json`` records it)."""
+    """What a ``roboreward`` entry asked for that depends on the model, and what it was routed to."""
 
     video: str
     frame_options: FrameOptions
@@ -69,15 +65,10 @@ class RoutingRequest:
     score: str = PARSED
     layout: str = OFFICIAL
     decoding: str = OFFICIAL
-    entry: int = 0
-    """The run entry it came from: HELM's model expander copies one run spec per model of a group (``model=vlm``),
-    so two models routed from one entry mean a group."""
-    model: str = ""
-    """The model routed for ('' until HELM's model expander sets one)."""
+    entry: int = 0  # the run entry: two models routed from one entry mean a HELM model group (model=vlm)
+    model: str = ""  # '' until HELM's model expander sets one
     deployment: str = ""
-    """The deployment routed to."""
-    name_prefix: str = ""
-    """The part of the run name this package wrote (HELM's expanders append theirs after it)."""
+    name_prefix: str = ""  # the part of the run name this package wrote; HELM's expanders append theirs
 
     def departures(self) -> dict[str, str]:
         """The departures served by twin deployments, by run-entry argument."""
@@ -118,11 +109,7 @@ def needs_reasoning_allowance(model: str) -> bool:
 
 
 def choose_video_mode(requested: str, model: str, client_class: str, deployment: str) -> str:
-    """Resolve ``video=auto|frames|native`` for one model deployment.
-
-    Raises:
-        ValueError: ``native`` was asked for a deployment whose client cannot send video.
-    """
+    """Resolve ``video=auto|frames|native`` for one model deployment (``native`` needs a client that sends video)."""
     if requested == FRAMES:
         return FRAMES
     if requested == NATIVE:
@@ -166,10 +153,7 @@ def revision_label(revision: str) -> str:
 
 
 def run_name_prefix(args: dict[str, Any], request: RoutingRequest, mode: str, deployment: str | None) -> str:
-    """``roboreward:subset=...,data=...,video=<mode>,<frame options>,<departures served>,score=...,failed=...``.
-
-    Frame options show for frames runs; a departure shows when the deployment serves it, asked for or named.
-    """
+    """``roboreward:subset=..,data=..,video=<mode>,<frame options>,<departures served>,score=..,failed=..``."""
     parts = [f"subset={args['subset']}"]
     if "data" in args:
         parts.append(f"data={data_label(str(args['data']))}")
@@ -240,12 +224,7 @@ def _check_not_a_group(request: RoutingRequest, model: str) -> None:
 
 def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], model: str, deployment: str,
           max_tokens: int) -> Routed:
-    """Resolve a run for ``model`` (and ``deployment``, '' when the entry named none); idempotent on its result.
-
-    Raises:
-        ValueError: A model group, a model changed after routing, an unknown or unusable deployment, a retired
-            model, a run-name clash, or ``video=native`` on a client that cannot send video.
-    """
+    """Resolve a run for ``model`` (and ``deployment``, '' when the entry named none); idempotent on its result."""
     first = not request.model
     if first:
         _check_not_a_group(request, model)
@@ -275,6 +254,11 @@ def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], mod
              f"({client.class_name.rsplit('.', 1)[-1]}) records no answer-token probabilities: "
              "expected_score_coverage 0, and the reward-model statistics use the parsed score")
     mode = choose_video_mode(request.video, model, client.class_name, routed_deployment)
+    if first and request.video == AUTO and mode == FRAMES and model_takes_video(model):
+        hwarn(f"RoboReward: {model} officially gets the mp4, but deployment {routed_deployment} uses "
+              f"{client.class_name.rsplit('.', 1)[-1]}, which cannot send video: it gets frames (not the official "
+              "input). For the mp4, use a deployment whose client sends video (`roboreward models`; the vLLM and "
+              "transformers deployments, or `roboreward add-model --client vllm`).")
     if first and needs_reasoning_allowance(model):
         max_tokens += REASONING_TOKEN_ALLOWANCE
     if not run_name.startswith(request.name_prefix):

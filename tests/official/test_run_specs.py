@@ -1,5 +1,6 @@
 """The ``roboreward`` run spec as helm-run builds it: names, routing, token budgets, adapter, errors."""
 
+import logging
 import os
 from collections.abc import Iterator
 from datetime import date
@@ -461,3 +462,19 @@ def test_every_official_subset_is_accepted_for_hf(subset: str) -> None:
     spec = get_roboreward_spec(subset=subset)
     assert spec.groups == [f"roboreward_{subset}"]
     assert spec.name == f"roboreward:subset={subset},video=auto"
+
+
+def test_a_video_model_routed_to_frames_by_its_client_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    """Qwen2.5-VL officially got the mp4; HELM's own deployment of it cannot send video, so it gets frames, said."""
+    model = "qwen/qwen2.5-vl-7b-instruct"
+    with caplog.at_level(logging.WARNING, logger="helm"):
+        spec = expand_one(f"roboreward:subset=bridge,model={model},"
+                          "model_deployment=huggingface/qwen2.5-vl-7b-instruct")
+    assert spec.scenario_spec.args["video"] == "frames"
+    warned = [record.getMessage() for record in caplog.records if "cannot send video" in record.getMessage()]
+    assert len(warned) == 1 and model in warned[0] and "add-model --client vllm" in warned[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="helm"):
+        expand_one(f"roboreward:subset=bridge,video=frames,model={model},"
+                   "model_deployment=huggingface/qwen2.5-vl-7b-instruct")
+    assert not [record for record in caplog.records if "cannot send video" in record.getMessage()]  # asked for
