@@ -95,6 +95,20 @@ def test_read_metadata_happy_path(tmp_path: Path) -> None:
     assert not hasattr(rows[0], "gpt5_mini_check")
 
 
+def test_read_metadata_reuses_validated_rows_only_for_the_same_bytes(tmp_path: Path) -> None:
+    """One helm-run reads the file once per subset entry: unchanged bytes give the same rows, changed ones are read."""
+    root = make_data(tmp_path)
+    path = metadata_path(str(root))
+    first = read_metadata(path)
+    assert read_metadata(path) == first and read_metadata(path) is not first
+    edited = [dict(row, task="stack the cups") if index == 2 else row for index, row in enumerate(GOOD_ROWS)]
+    write_metadata(tmp_path, edited)
+    assert read_metadata(path)[2].task == "stack the cups"
+    write_metadata(tmp_path, [*GOOD_ROWS, {"file_name": "bridge/x.mp4", "task": "t", "reward": 9}])
+    with pytest.raises(DataError, match="line 7, field 'reward'"):
+        read_metadata(path)
+
+
 def test_read_metadata_tolerates_blank_lines_bom_and_crlf(tmp_path: Path) -> None:
     text = "\ufeff" + json.dumps(GOOD_ROWS[2]) + "\r\n\r\n   \n" + json.dumps(GOOD_ROWS[3]) + "\r\n"
     path = write_metadata(tmp_path, [], raw=text.encode("utf-8"))
