@@ -1,11 +1,8 @@
-"""The RoboReward metric: each answer parsed and scored by the official rule, and the macro MAE over subsets.
+"""The RoboReward metric: each answer scored by the official rule, and the macro MAE over subsets.
 
-docs/protocol.md, sections 6 (parsing and failed requests) and 7 (aggregation); docs/leaderboard_and_report.md
-lists every stat. A failed request (a non-fatal client error after retries) is charged error 4 as the official
-run was (``failed=max_error``; HELM's executor makes it an empty answer) or left out of every statistic
-(``failed=skip``); either way ``failed_request`` counts it and ``invalid_output`` does not. The breakdowns
-``mae_subset_<id>``, ``mae_robot_<robot>``, ``mae_kind_<kind>`` are copies of ``abs_error`` carried only by the
-matching rows, so their run-level mean is that group's MAE.
+docs/protocol.md, sections 6-7; every stat: docs/leaderboard_and_report.md. A failed request costs error 4
+(``failed=max_error``) or leaves every statistic (``failed=skip``). ``mae_subset_<id>``, ``mae_robot_<robot>`` and
+``mae_kind_<kind>`` copy ``abs_error`` on the matching rows only, so their run-level mean is that group's MAE.
 """
 
 from collections import defaultdict
@@ -57,10 +54,7 @@ def _stat(name: str, value: float) -> Stat:
 
 
 def instance_stats(scored: ScoredPrediction, record: InstanceRecord, answered: bool = True) -> list[Stat]:
-    """The stats of one answered request, or (``answered=False``) of a failed one charged the maximum error.
-
-    A failed request had no answer: it gets the error terms and their breakdowns, not the answer's stats.
-    """
+    """The stats of one answered request, or (``answered=False``) the error terms of a failed one."""
     stats = [_stat("abs_error", scored.abs_error), _stat("squared_error", scored.squared_error),
              _stat("exact_match", scored.exact_match), _stat("within_one", scored.within_one),
              _stat("gold_score", scored.gold)]
@@ -124,11 +118,7 @@ class RoboRewardMetric(Metric):
         return stats
 
     def derive_per_instance_stats(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
-        """The instance count, the macro MAE, the evaluated share of the run's rows, the row counts behind the means.
-
-        Under ``score=expected`` also the reward-model statistics; other runs get them from the summarizer and
-        the report, which read the rows a run wrote.
-        """
+        """The instance count, macro MAE, evaluated share of rows and row counts (``score=expected``: more)."""
         if not per_instance_stats:
             return []
         errors_by_subset: dict[str, list[float]] = defaultdict(list)

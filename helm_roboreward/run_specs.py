@@ -1,11 +1,7 @@
-"""The ``roboreward`` run spec: progress scores for robot rollout videos, routed officially per model.
+"""The ``roboreward`` run spec (options: README's run-entry table), routed per model by :mod:`~.routing`.
 
-Run entry: ``roboreward:subset=<id|all>,data=<hf|sample|path>,revision=<rev>,video=<auto|frames|native>,
-fps=<float>,last_frame=<0|1>,max_frames=<int>,max_side=<int>,layout=<official|one_message>,
-decoding=<official|greedy>,score=<parsed|expected>,failed=<max_error|skip>`` with ``model=<org/name>`` (HELM's own
-expander), or without ``model=`` and with HELM's ``--models-to-run``. The run spec routes itself
-(:func:`helm_roboreward.routing.route`) when HELM sets its model, and only then: HELM's expanders copy run specs
-with ``dataclasses.replace``, and a copy whose model and deployment are already routed is left as it is.
+It routes itself when HELM's expanders set its model or deployment, and only then: a copy HELM makes of a routed
+run spec (``dataclasses.replace``) is left as it is.
 """
 
 import dataclasses
@@ -46,8 +42,7 @@ from helm_roboreward.routing import (
     scenario_args,
 )
 
-JOBS_VARIABLE = "ROBOREWARD_JOBS"
-"""Environment variable: worker processes for frame extraction (default: the CPU count). It changes no result."""
+JOBS_VARIABLE = "ROBOREWARD_JOBS"  # frame-extraction worker processes (default: the CPU count); changes no result
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -98,8 +93,7 @@ def _check_subset(subset: str, data: str) -> None:
 class RoboRewardRunSpec(RunSpec):
     """A ``roboreward`` run spec: routed officially once HELM has set (or changed) its model or deployment."""
 
-    routing: RoutingRequest | None = None
-    """What the entry asked for that depends on the model, and what it was routed to (None: route nothing)."""
+    routing: RoutingRequest | None = None  # None: route nothing
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -193,10 +187,6 @@ def _adapter_spec() -> AdapterSpec:
 
 
 def metric_specs(failed: str = MAX_ERROR, score: str = PARSED) -> list[MetricSpec]:
-    """The RoboReward metric, which also counts the instances (``num_instances``, as HELM's counter does).
-
-    HELM's ``InstancesPerSplitMetric`` lives in ``basic_metrics``, whose import costs about 2.7 s (nltk, the
-    calibration package, scipy) of every helm-run; the count is one line here.
-    """
+    """The RoboReward metric; it counts ``num_instances`` itself (HELM's counter's module imports in 2.7 s)."""
     args: dict[str, Any] = {"failed": failed, **({"score": score} if score != PARSED else {})}
     return [MetricSpec(class_name="helm_roboreward.metrics.RoboRewardMetric", args=args)]

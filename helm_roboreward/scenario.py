@@ -1,13 +1,7 @@
-"""The RoboRewardBench HELM scenario: one instance per test row of the chosen subsets.
+"""The RoboRewardBench scenario: one instance per test row (``teetone/RoboReward``, arXiv 2601.00675).
 
-Dataset: ``teetone/RoboReward`` on the Hugging Face hub (CC BY 4.0), test split (2,831
-human-verified rows over 23 robot datasets). Paper: Lee et al., "RoboReward: General-Purpose
-Vision-Language Reward Models for Robotics", arXiv 2601.00675 (2026).
-
-Each instance's input is the rubric prompt with the task filled in, then the video (native mp4)
-or its frames (JPEG). Its single reference is the gold progress score. The media files live
-under the scenario output folder with content-addressed names; the original file name, the
-label and the automated label check never reach a model.
+Input: the rubric prompt with the row's task, then the mp4 or its frames, under content-addressed names (the file
+name and label never reach a model). Reference: the gold progress score.
 """
 
 import hashlib
@@ -27,10 +21,8 @@ from helm.benchmark.scenarios.scenario import (
 from helm.common.hierarchical_logger import hlog
 from helm.common.media_object import MediaObject, MultimediaObject
 
-# Processes that never load entry-point plugins still create this scenario before any client: HELM's Slurm
-# worker (`python -m helm.benchmark.slurm_runner`) registers the built-in and --local-path configuration, then
-# runs each run spec, scenario first. Importing the plugin here registers the package's models and variant twins
-# in such a process too; in helm-run the plugin is already loaded and this is a no-op.
+# HELM's Slurm worker loads no entry-point plugins but creates the scenario before any client: importing the plugin
+# here registers the package's models and twins there too (a no-op in helm-run).
 import helm_roboreward.plugin  # noqa: F401  (registration side effect)
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.core.record import InstanceRecord
@@ -56,20 +48,12 @@ from helm_roboreward.protocol import (
 )
 from helm_roboreward.run_specs import JOBS_VARIABLE
 
-PROVENANCE_PREFIX = "roboreward-data-"
-"""Provenance records (data, requested and resolved revision) are written next to the media."""
-
-EARLIER_ARGUMENTS = ("jobs", "video_request", "layout", "decoding", "score")
-"""Scenario arguments that suites written by earlier versions recorded and that change no instance: accepted so
-those suites still summarize, and ignored."""
+PROVENANCE_PREFIX = "roboreward-data-"  # data, requested and resolved revision, written next to the media
+EARLIER_ARGUMENTS = ("jobs", "video_request", "layout", "decoding", "score")  # old suites' arguments, ignored
 
 
 def worker_count() -> int:
-    """Frame-extraction worker processes: ``ROBOREWARD_JOBS`` when set, else the CPU count.
-
-    Raises:
-        ValueError: ``ROBOREWARD_JOBS`` is not a whole number >= 1.
-    """
+    """Frame-extraction worker processes: ``ROBOREWARD_JOBS`` (a whole number >= 1) when set, else the CPU count."""
     value = os.environ.get(JOBS_VARIABLE, "").strip()
     if not value:
         return os.cpu_count() or 1
@@ -103,11 +87,7 @@ class RoboRewardScenario(Scenario):
         media_dir: str | None = None,
         **earlier: object,
     ) -> None:
-        """Args are what changes the instances (see README's run-entry options); ``video`` is the resolved mode.
-
-        ``media_dir`` overrides where media is stored (tests). :data:`EARLIER_ARGUMENTS` are accepted and
-        ignored (suites written by earlier versions).
-        """
+        """What changes the instances (README's run-entry options; ``video`` resolved); ``media_dir``: tests."""
         super().__init__()
         unknown = sorted(set(earlier) - set(EARLIER_ARGUMENTS))
         if unknown:

@@ -1,7 +1,4 @@
-"""The instance record: what each RoboReward instance carries in HELM's ``extra_data``, typed.
-
-The scenario writes it, the metric and the report read it; it never reaches a model. Fields: docs/data.md.
-"""
+"""What each instance carries in HELM's ``extra_data`` (never sent to a model), typed. Fields: docs/data.md."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields

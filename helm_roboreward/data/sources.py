@@ -1,7 +1,4 @@
-"""Where the benchmark data comes from: the Hugging Face hub (``data=hf``), the bundled sample or a local copy.
-
-What each ``data`` value means and what revision it records: docs/data.md.
-"""
+"""Where the data comes from: the hub (``data=hf``), the bundled sample or a local copy (docs/data.md)."""
 
 import os
 from collections.abc import Sequence
@@ -42,10 +39,7 @@ def sample_root() -> str:
 def resolve_data_source(
     data: str, revision: str = DATASET_REVISION, subsets: Sequence[str] | None = None
 ) -> DataSource:
-    """Turn ``data`` (``hf``, ``sample`` or a folder) into a local folder, downloading ``subsets`` from the hub.
-
-    ``revision`` and ``subsets`` (None: the whole test split) apply to ``hf`` only; a problem is a :class:`DataError`.
-    """
+    """``data`` (``hf``, ``sample`` or a folder) as a local folder; ``hf`` downloads ``subsets`` (None: all)."""
     if data == HUB:
         return _hub_source(revision, subsets)
     if data == SAMPLE:
