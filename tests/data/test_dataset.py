@@ -101,7 +101,7 @@ def test_read_metadata_reuses_validated_rows_only_for_the_same_bytes(tmp_path: P
     path = metadata_path(str(root))
     first = read_metadata(path)
     assert read_metadata(path) == first and read_metadata(path) is not first
-    edited = [dict(row, task="stack the cups") if index == 2 else row for index, row in enumerate(GOOD_ROWS)]
+    edited: list[object] = [dict(row, task="stack the cups") if i == 2 else row for i, row in enumerate(GOOD_ROWS)]
     write_metadata(tmp_path, edited)
     assert read_metadata(path)[2].task == "stack the cups"
     write_metadata(tmp_path, [*GOOD_ROWS, {"file_name": "bridge/x.mp4", "task": "t", "reward": 9}])
