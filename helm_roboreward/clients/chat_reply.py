@@ -1,88 +1,66 @@
-"""A chat reply, read: whether it is usable and its answer apart from its reasoning; the failed request otherwise.
-
-docs/clients.md, "Failures" and "Reasoning".
-"""
+"""A chat-completions reply read into HELM completions; one that cannot be read fails its request (docs/clients.md)."""
 
 import json
-import re
 from typing import Any
 
-from helm.common.request import ErrorFlags, RequestResult
+from helm.common.request import GeneratedOutput
 
-REPLY_QUOTE = 120
-"""Characters of an unusable reply quoted in the error."""
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-_THINK_OPEN_AT_START = re.compile(r"^\s*<think>")
+from helm_roboreward.clients.common import completion
 
-
-def split_reasoning(text: str) -> tuple[str, str | None]:
-    """The answer and the reasoning in ``<think>`` tags; no answer when the tag never closes (budget ran out)."""
-    if THINK_CLOSE in text:
-        head, _, tail = text.partition(THINK_CLOSE)
-        return tail.lstrip(), _THINK_OPEN_AT_START.sub("", head).strip() or None
-    if text.lstrip().startswith(THINK_OPEN):
-        return "", text.lstrip()[len(THINK_OPEN):].strip() or None
-    return text, None
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
+_OBJECT_OR_NULL = (dict, type(None))
 
 
 class UnusableReplyError(Exception):
-    """A 200 reply that cannot be turned into completions (never cached: the request fails, a rerun sends it again)."""
+    """A 200 reply that cannot become completions: the request fails, uncached, so a rerun sends it again."""
 
 
-def failed_request(message: str) -> RequestResult:
-    """One failed request: not retried by HELM, not fatal (HELM records an empty completion and the run goes on)."""
-    return RequestResult(success=False, cached=False, error=message, completions=[], embedding=[],
-                         error_flags=ErrorFlags(is_retriable=False, is_fatal=False))
-
-
-def _quote(text: str) -> str:
-    return repr(text[:REPLY_QUOTE]) + ("..." if len(text) > REPLY_QUOTE else "")
-
-
-def _json(value: Any) -> str:
-    text = json.dumps(value)
-    return text[:REPLY_QUOTE] + ("..." if len(text) > REPLY_QUOTE else "")
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-            dict: "an object"}.get(type(value), type(value).__name__)
-
-
-def reply_problem(reply: Any) -> str | None:
-    """Why a decoded chat-completions reply cannot be turned into completions (None: it can)."""
-    if not isinstance(reply, dict):
-        return f"the reply is {_kind(reply)}, not a chat completion object"
-    choices = reply.get("choices")
-    if not isinstance(choices, list) or not choices:
-        error = reply.get("error")
-        return "the reply has no choices" + (f" (it holds an error: {_json(error)})" if error else "")
-    for index, choice in enumerate(choices):
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            return f"choice {index} has no message object"
-        for field in ("content", "reasoning_content", "reasoning"):
-            value = message.get(field)
-            if value is not None and not isinstance(value, str):
-                return f"choice {index}'s message {field} is {_kind(value)} ({_json(value)}), not text"
-        if choice.get("logprobs") is not None and not isinstance(choice["logprobs"], dict):
-            return f"choice {index}'s logprobs is {_kind(choice['logprobs'])}, not an object"
-    if reply.get("usage") is not None and not isinstance(reply["usage"], dict):
-        return f"the reply's usage is {_kind(reply['usage'])}, not an object"
-    return None
+def usable(reply: Any) -> bool:
+    """Whether a decoded reply can become completions (``reply_errors.reply_problem`` says why it cannot)."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    return isinstance(choices, list) and bool(choices) and isinstance(reply.get("usage"), _OBJECT_OR_NULL) and all(
+        isinstance(choice, dict) and isinstance(choice.get("message"), dict)
+        and isinstance(choice.get("logprobs"), _OBJECT_OR_NULL)
+        and all(isinstance(choice["message"].get(field), (str, type(None))) for field in TEXT_FIELDS)
+        for choice in choices)
 
 
 def decode_reply(content_type: str, text: str) -> dict[str, Any]:
-    """A 200 reply's body as a usable chat completion; :class:`UnusableReplyError` when it is not JSON or not usable."""
+    """A 200 reply's body as a usable chat completion; :class:`UnusableReplyError` saying why when it is not."""
     try:
         reply = json.loads(text)
-    except ValueError as error:
-        raise UnusableReplyError(f"the server answered 200 with a body that is not JSON (Content-Type "
-                            f"{content_type or 'absent'}, {len(text)} characters: {_quote(text)}; {error})") from error
-    problem = reply_problem(reply)
-    if problem is not None:
-        raise UnusableReplyError(f"the server answered 200 with a reply that is not a usable chat completion: "
-                                 f"{problem} (reply: {_quote(text)})")
-    return dict(reply)
+    except ValueError:
+        reply = None  # not JSON: the error says so
+    if usable(reply):
+        return dict(reply)
+    from helm_roboreward.clients.reply_errors import unusable_body
+
+    raise unusable_body(content_type, text)
+
+
+def completions_of(response: dict[str, Any], logprobs_requested: bool) -> list[GeneratedOutput]:
+    """HELM completions from a response as cached; :class:`UnusableReplyError` when any part cannot be read."""
+    if not usable(response):
+        from helm_roboreward.clients.reply_errors import reply_problem
+
+        raise UnusableReplyError(f"the reply is not a usable chat completion: {reply_problem(response)}")
+    try:
+        return [completion_from_choice(choice, response.get("usage"), logprobs_requested)
+                for choice in response["choices"]]
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise UnusableReplyError(f"the reply cannot be read ({type(error).__name__}: {error})") from error
+
+
+def completion_from_choice(choice: dict[str, Any], usage: dict[str, Any] | None,
+                           logprobs_requested: bool = False) -> GeneratedOutput:
+    """A HELM completion from one ``choice`` (as cached): answer, reasoning, usage, ``score_token_logprobs``."""
+    message = choice.get("message") or {}
+    finish: dict[str, Any] = {"reason": choice.get("finish_reason")}
+    if usage:  # HELM's RequestResult has no usage field; finish_reason is the dict that reaches the metric
+        finish.update(prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+    if logprobs_requested:
+        from helm_roboreward.clients.logprobs import record_choice_logprobs
+
+        record_choice_logprobs(finish, choice)
+    return completion(message.get("content") or "", finish, [],
+                      message.get("reasoning_content") or message.get("reasoning"))

@@ -1,4 +1,4 @@
-"""What the transformers client's cache key holds of a local checkpoint folder, so changed files never get old answers.
+"""A local checkpoint folder for the transformers client: checked, and fingerprinted for the cache key.
 
 Imported only for a local checkpoint (docs/clients.md, "Cache key" of TransformersQwen3VLClient).
 """
@@ -6,10 +6,20 @@ Imported only for a local checkpoint (docs/clients.md, "Cache key" of Transforme
 import os
 from typing import Any
 
+from helm_roboreward.clients.transformers_client import TransformersClientError
 from helm_roboreward.core.files import file_digest
 
 DIGESTED_FILE_BYTES = 64 * 1024 * 1024
 """Files up to this size enter by SHA-256, larger ones (weight shards: minutes to hash) by size and mtime."""
+
+
+def check_folder(folder: str, where: str) -> None:
+    """TransformersClientError when ``folder`` (described as ``where``) holds no checkpoint's config.json."""
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        raise TransformersClientError(
+            f"TransformersQwen3VLClient: the folder of {where} "
+            f"{'has no config.json' if os.path.isdir(folder) else 'does not exist'}. Point `checkpoint` at a folder "
+            "written by save_pretrained, or give a hub id such as teetone/RoboReward-8B.")
 
 
 def checkpoint_fingerprint(folder: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from helm.common.hierarchical_logger import hwarn
 
-from helm_roboreward.clients.chat_reply import THINK_CLOSE, THINK_OPEN, split_reasoning
+from helm_roboreward.clients.common import THINK_CLOSE, THINK_OPEN, split_reasoning
 from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS
 
 LOGPROB_FLOOR = -9999.0

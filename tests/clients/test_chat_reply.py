@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from helm_roboreward.clients.chat_reply import UnusableReplyError, decode_reply, reply_problem
+from helm_roboreward.clients.chat_reply import UnusableReplyError, decode_reply, usable
+from helm_roboreward.clients.reply_errors import reply_problem
 from tests.helpers.fakes.openai_chat import MALFORMED_BODIES
 
 
@@ -40,15 +41,15 @@ def test_the_error_quotes_the_start_of_the_reply() -> None:
     assert "'upstream worker crashed upstream" in message and "...;" in message and len(message) < 400
 
 
-@pytest.mark.parametrize("usable", [
+@pytest.mark.parametrize("good", [
     reply(content="ANSWER: 3"),
     reply(content=None, reasoning_content="ran out of tokens while thinking"),  # no answer: charged, not a failure
     reply(content="ANSWER: 2", reasoning="short"),
     {**reply(content="ANSWER: 1"), "usage": {"prompt_tokens": 1}},
 ])
-def test_usable_replies_pass(usable: dict[str, Any]) -> None:
-    assert reply_problem(usable) is None
-    assert decode_reply("application/json", json.dumps(usable)) == usable
+def test_usable_replies_pass(good: dict[str, Any]) -> None:
+    assert reply_problem(good) is None and usable(good)
+    assert decode_reply("application/json", json.dumps(good)) == good
 
 
 def test_valid_json_under_another_content_type_is_read() -> None:
@@ -71,3 +72,4 @@ def test_unusable_shapes_are_named(broken: Any, reason: str) -> None:
     decoded = json.loads(broken) if isinstance(broken, str) else broken
     problem = reply_problem(decoded)
     assert problem is not None and reason in problem
+    assert not usable(decoded)  # the check every reply passes agrees with the words saying why

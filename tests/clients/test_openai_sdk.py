@@ -2,7 +2,7 @@
 
 No timings (benchmarks/requests_in_flight.py measures them): the loopback fake holds every request until N of them
 are in flight at once, so a client that serialised its requests would fail here, whatever the machine's speed.
-Then the shared piece (helm_roboreward/clients/openai_sdk.py): one ``openai`` client per server and
+Then the shared piece (``openai_video_client.shared_openai_client``): one ``openai`` client per server and
 settings for every instance HELM's AutoClient builds; the request cache is HELM's own.
 """
 
@@ -16,8 +16,7 @@ from helm.common.cache import BlackHoleCacheConfig, Cache, SqliteCacheConfig
 from helm.common.media_object import MediaObject, MultimediaObject
 from helm.common.request import Request
 
-from helm_roboreward.clients.openai_sdk import shared_openai_client
-from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
+from helm_roboreward.clients.openai_video_client import OpenAIVideoClient, shared_openai_client
 from tests.helpers.fakes import CHAT, FakeModelServer, Recorded, Reply
 
 THREADS = 16

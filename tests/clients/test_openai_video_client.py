@@ -10,7 +10,10 @@ non-retriable results so that HELM records an empty completion and the run goes 
 
 import dataclasses
 import hashlib
+import json
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -77,6 +80,11 @@ def make_client(server_url: str, cache_config: CacheConfig | None = None, **kwar
     args.update(kwargs)
     return OpenAIVideoClient(cache_config=cache_config or BlackHoleCacheConfig(), base_url=server_url,
                              **args)  # type: ignore[arg-type]
+
+def built(client: OpenAIVideoClient, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request body the client would send, and its cache key."""
+    make_body, key = client._prepare(request)
+    return make_body(), key
 
 
 def make_request(media: Sequence[MediaObject], max_tokens: int = 5000, prompt: str = PROMPT) -> Request:
@@ -346,17 +354,17 @@ ANSWER_SETTINGS = [{"server_url": "http://127.0.0.1:10/v1"}, {"served_model_name
 def test_every_setting_that_changes_the_request_changes_the_cache_key(setting: dict[str, object],
                                                                       leaky_video: Path) -> None:
     arguments = {"server_url": "http://127.0.0.1:9/v1", **setting}
-    base_key = make_client("http://127.0.0.1:9/v1")._build(video_request(leaky_video))[1]
-    key = make_client(**arguments)._build(video_request(leaky_video))[1]  # type: ignore[arg-type]
+    base_key = built(make_client("http://127.0.0.1:9/v1"), video_request(leaky_video))[1]
+    key = built(make_client(**arguments), video_request(leaky_video))[1]  # type: ignore[arg-type]
     assert key != base_key
     assert base_key["server"] == "http://127.0.0.1:9/v1" and base_key["model"] == SERVED
 
 
 def test_settings_that_do_not_change_the_answer_keep_the_cache_key(leaky_video: Path) -> None:
-    key = make_client("http://127.0.0.1:9/v1")._build(video_request(leaky_video))[1]
+    key = built(make_client("http://127.0.0.1:9/v1"), video_request(leaky_video))[1]
     for setting in ({"timeout_seconds": 1.0}, {"max_retries": 5}, {"api_key": "sk-other"},
                     {"max_images_per_prompt": 3, "max_request_bytes": 10**9}):
-        assert make_client("http://127.0.0.1:9/v1/", **setting)._build(video_request(leaky_video))[1] == key
+        assert built(make_client("http://127.0.0.1:9/v1/", **setting), video_request(leaky_video))[1] == key
 
 
 def test_media_is_read_once_and_encoded_only_on_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -675,3 +683,35 @@ def test_fake_lists_served_models(fake: FakeModelServer) -> None:
 
     models: list[str] = [m.id for m in OpenAI(base_url=fake.base_url, api_key="sk-test").models.list()]
     assert models == [SERVED]
+
+
+# --------------------------------------------------------------------------------------------- what loads
+
+_DEFAULT_REQUEST = """
+import json, sys
+from helm.common.cache import BlackHoleCacheConfig
+from helm.common.media_object import MediaObject, MultimediaObject
+from helm.common.request import Request
+from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
+from helm_roboreward.clients.transformers_client import TransformersQwen3VLClient
+from tests.helpers.fakes import FakeModelServer
+
+media = [MediaObject(text="Rate the video.", content_type="text/plain"),
+         MediaObject(location=sys.argv[1], content_type="video/mp4")]
+with FakeModelServer() as fake:
+    result = OpenAIVideoClient(BlackHoleCacheConfig(), base_url=fake.base_url).make_request(Request(
+        model="qwen/qwen3-vl-8b-instruct", model_deployment="vllm/qwen3-vl-8b-instruct",
+        multimodal_prompt=MultimediaObject(media), max_tokens=5000, temperature=0.0))
+assert result.success, result.error
+print(json.dumps(sorted(name for name in sys.modules if name.startswith("helm_roboreward.clients"))))
+"""
+
+
+def test_a_default_request_loads_only_the_request_path(leaky_video: Path) -> None:
+    """What the default request needs is in the modules HELM names and ``common``; each extra loads when used."""
+    done = subprocess.run([sys.executable, "-c", _DEFAULT_REQUEST, str(leaky_video)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == [
+        "helm_roboreward.clients", "helm_roboreward.clients.chat_reply", "helm_roboreward.clients.common",
+        "helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.transformers_client"]

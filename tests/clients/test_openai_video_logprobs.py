@@ -17,9 +17,10 @@ from helm.common.request import Request
 from openai.types.chat import ChatCompletion
 
 from helm_roboreward.clients import logprobs
-from helm_roboreward.clients.chat_reply import split_reasoning
+from helm_roboreward.clients.chat_reply import completion_from_choice
+from helm_roboreward.clients.common import split_reasoning
 from helm_roboreward.clients.logprobs import answer_start, score_token_logprobs, trim_alternatives
-from helm_roboreward.clients.openai_video_client import OpenAIVideoClient, completion_from_choice
+from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
 from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
 from tests.helpers.fakes import CHAT, FakeModelServer, constant
 
@@ -67,6 +68,11 @@ def make_client(base_url: str = "http://127.0.0.1:9/v1", **kwargs: Any) -> OpenA
     return OpenAIVideoClient(cache_config=BlackHoleCacheConfig(), base_url=base_url, api_key="sk-test",
                              served_model_name=SERVED, max_retries=0, **kwargs)
 
+def built(client: OpenAIVideoClient, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request body the client would send, and its cache key."""
+    make_body, key = client._prepare(request)
+    return make_body(), key
+
 
 def text_request() -> Request:
     return Request(model="teetone/roboreward-8b", model_deployment="vllm/roboreward-8b", prompt="Rate the video.",
@@ -85,20 +91,20 @@ def warnings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_off_by_default_the_request_and_cache_key_are_unchanged() -> None:
-    body, key = make_client()._build(text_request())
-    assert make_client(top_logprobs=0)._build(text_request()) == (body, key)
+    body, key = built(make_client(), text_request())
+    assert built(make_client(top_logprobs=0), text_request()) == (body, key)
     assert "logprobs" not in body and "top_logprobs" not in body
     assert key == {"server": "http://127.0.0.1:9/v1", "model": SERVED, "max_tokens": 5000, "n": 1, "temperature": 0.0,
                    "content": "Rate the video.", "extra_body": {}, "decoding": "request", "video_transport": "data_url"}
 
 
 def test_top_logprobs_reach_the_request_and_the_cache_key() -> None:
-    body, key = make_client(top_logprobs=5)._build(text_request())
+    body, key = built(make_client(top_logprobs=5), text_request())
     assert body["logprobs"] is True and body["top_logprobs"] == 5
     assert key["logprobs"] is True and key["top_logprobs"] == 5
-    off = make_client()._build(text_request())[1]
+    off = built(make_client(), text_request())[1]
     assert {k: v for k, v in key.items() if k not in ("logprobs", "top_logprobs")} == off
-    assert make_client(top_logprobs=20)._build(text_request())[1] != key
+    assert built(make_client(top_logprobs=20), text_request())[1] != key
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, "5"])

@@ -1,0 +1,53 @@
+"""Why a chat-completions reply cannot become completions, in words; imported only when one cannot."""
+
+import json
+from typing import Any
+
+from helm_roboreward.clients.chat_reply import TEXT_FIELDS, UnusableReplyError
+
+REPLY_QUOTE = 120
+"""Characters of an unusable reply quoted in the error."""
+_KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}
+
+
+def _clip(text: str) -> str:
+    return text[:REPLY_QUOTE] + ("..." if len(text) > REPLY_QUOTE else "")
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+
+
+def reply_problem(reply: Any) -> str | None:
+    """Why a decoded chat-completions reply cannot be turned into completions (None: it can)."""
+    if not isinstance(reply, dict):
+        return f"the reply is {_kind(reply)}, not a chat completion object"
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices:
+        error = reply.get("error")
+        return "the reply has no choices" + (f" (it holds an error: {_clip(json.dumps(error))})" if error else "")
+    for index, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            return f"choice {index} has no message object"
+        for field in TEXT_FIELDS:
+            value = message.get(field)
+            if value is not None and not isinstance(value, str):
+                return f"choice {index}'s message {field} is {_kind(value)} ({_clip(json.dumps(value))}), not text"
+        if choice.get("logprobs") is not None and not isinstance(choice["logprobs"], dict):
+            return f"choice {index}'s logprobs is {_kind(choice['logprobs'])}, not an object"
+    if reply.get("usage") is not None and not isinstance(reply["usage"], dict):
+        return f"the reply's usage is {_kind(reply['usage'])}, not an object"
+    return None
+
+
+def unusable_body(content_type: str, text: str) -> UnusableReplyError:
+    """The error for a 200 body that is not JSON or not a usable chat completion, quoting the body's start."""
+    quote = repr(text[:REPLY_QUOTE]) + ("..." if len(text) > REPLY_QUOTE else "")
+    try:
+        problem = reply_problem(json.loads(text))
+    except ValueError as error:
+        return UnusableReplyError(f"the server answered 200 with a body that is not JSON (Content-Type "
+                                  f"{content_type or 'absent'}, {len(text)} characters: {quote}; {error})")
+    return UnusableReplyError(f"the server answered 200 with a reply that is not a usable chat completion: "
+                              f"{problem} (reply: {quote})")
