@@ -20,7 +20,6 @@ import cv2
 
 from helm_roboreward.data.rows import MetadataRow, Rollout
 from helm_roboreward.media.decoding import (
-    cached_entry,
     decode_frames,
     encode_jpeg,
     extract_frames,
@@ -29,8 +28,9 @@ from helm_roboreward.media.decoding import (
     to_image,
     write_atomically,
 )
-from helm_roboreward.media.frame_cache import frames_directory, frames_key, read_manifest
+from helm_roboreward.media.frame_cache import frames_directory, frames_key
 from helm_roboreward.media.preparation import PreparationReport, prepare_media
+from helm_roboreward.media.verification import cached_entry, read_manifest
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 
 OPTIONS = FrameOptions()

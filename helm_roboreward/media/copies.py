@@ -15,19 +15,12 @@ from dataclasses import dataclass
 import av
 
 from helm_roboreward.core.files import copy_atomically, file_digest, file_mode, read_json_file, write_atomically
-from helm_roboreward.media.decoding import (
-    VideoError,
-    decode_container,
-    probe_container,
-    video_errors,
-    write_error,
-)
-from helm_roboreward.media.store import (
-    contained_directory_problem,
-    remove_stale_temporaries,
-    stamps_match,
-    write_stamps,
-)
+from helm_roboreward.media.decoding import VideoError, decode_container, probe_container, video_errors
+from helm_roboreward.media.maintenance import remove_stale_temporaries
+from helm_roboreward.media.preparation import VIDEO_CONTENT_TYPE, PreparedMedia
+from helm_roboreward.media.stamps import write_stamps
+from helm_roboreward.media.verification import contained_directory_problem, stamps_match
+from helm_roboreward.media.write_errors import write_error
 
 VIDEOS_FOLDER = "videos"
 COPY_VERSION = "2"
@@ -265,6 +258,23 @@ def store_video(video_path: str, video_sha256: str, media_dir: str, full_check: 
     except OSError as error:
         raise write_error(video_path, folder, error) from None
     return VideoCopy(target, size, cached=False, stripped=tuple(stripped), rebuilt_because=problem)
+
+
+def prepared_copy(video_path: str, video_sha256: str, media_dir: str, full_check: bool) -> PreparedMedia:
+    """:func:`store_video` as a request carries it."""
+    return _prepared(store_video(video_path, video_sha256, media_dir, full_check), video_sha256)
+
+
+def cached_copy(video_path: str, video_sha256: str, media_dir: str,
+                full_check: bool) -> tuple[PreparedMedia | None, str | None]:
+    """:func:`check_copy` as a request carries it."""
+    copy, problem = check_copy(video_path, video_sha256, media_dir, full_check)
+    return (_prepared(copy, video_sha256) if copy is not None else None), problem
+
+
+def _prepared(copy: VideoCopy, video_sha256: str) -> PreparedMedia:
+    return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (copy.path,), (), copy.num_bytes, copy.cached,
+                         copy.rebuilt_because)
 
 
 def _remux_atomically(source: str, target: str) -> None:

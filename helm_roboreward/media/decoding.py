@@ -1,11 +1,9 @@
 """Decoding a video's selected frames with PyAV and storing them as JPEGs in the frame cache.
 
-Stored frames are pixel-identical to a sequential decode, yet only what the selection needs is decoded;
-how (one demux pass, forward decoding, seeks, skipped frames): docs/media.md.
+Only what the selection needs is decoded, and converted as the official OpenCV path converts it (docs/media.md).
 """
 
 import bisect
-import errno
 import hashlib
 import json
 import os
@@ -15,42 +13,19 @@ from dataclasses import asdict, dataclass
 from io import BytesIO
 
 import av
-from av.video.reformatter import VideoReformatter
+from av.video.reformatter import ColorRange, Colorspace, VideoReformatter
 from PIL import Image
 
 from helm_roboreward.core.files import file_digest, write_atomically
-from helm_roboreward.media.frame_cache import (
-    EXTRACTOR_VERSION,
-    MANIFEST_FILE,
-    STAMP_FILE,
-    EntryCheck,
-    Manifest,
-    check_entry,
-    frames_directory,
-    frames_key,
-)
-from helm_roboreward.media.store import remove_stale_temporaries, write_stamps
+from helm_roboreward.media import frame_cache as cache
+from helm_roboreward.media.stamps import write_stamps
 from helm_roboreward.protocol import FrameOptions, scaled_size, select_frame_indices
 
 
 class VideoError(Exception):
-    """A video that cannot be decoded or whose media cannot be stored; the message names the file."""
+    """A video that cannot be used (the message names it); ``fix`` says what to do (write_errors: a full disk)."""
 
     fix = "Re-download the subset, or remove the row from metadata.jsonl."
-    """What to do about it (for row-level reports)."""
-
-
-class MediaWriteError(VideoError):
-    """The media folder cannot take the files (full disk, permissions): the video is fine."""
-
-    fix = ("Free space on the disk holding the media folder, or choose another output folder (helm-run -o / "
-           "roboreward prepare --output-path); the videos already prepared stay cached.")
-
-
-def write_error(path: str, target: str, error: OSError) -> MediaWriteError:
-    """The error for a failed write of ``path``'s media into ``target``, saying plainly when the disk is full."""
-    reason = "the disk is full" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "cannot write"
-    return MediaWriteError(f"{path}: {reason}: {target} ({error.strerror or error})")
 
 
 @contextmanager
@@ -71,11 +46,8 @@ class VideoProbe:
     width: int
     height: int
     codec: str
-    keyframes: tuple[int, ...]
-    """Presentation-order indices of keyframes."""
-
-    timestamps: tuple[int, ...]
-    """Presentation timestamps in presentation order (index = frame number)."""
+    keyframes: tuple[int, ...]  # presentation-order indices
+    timestamps: tuple[int, ...]  # presentation timestamps in presentation order (index = frame number)
 
 
 @dataclass(frozen=True)
@@ -84,22 +56,15 @@ class FrameSet:
 
     key: str
     directory: str
-    frame_files: tuple[str, ...]
-    """Absolute paths, in presentation order."""
-
+    frame_files: tuple[str, ...]  # absolute paths, in presentation order
     frame_indices: tuple[int, ...]
     num_frames: int
     native_fps: float
-    width: int
-    """Width of the stored frames (after rotation and ``max_side``)."""
-
+    width: int  # of the stored frames (after rotation and ``max_side``)
     height: int
     total_bytes: int
-    cached: bool
-    """True when nothing was decoded (a complete, verified entry already existed)."""
-
-    rebuilt_because: str | None = None
-    """Why an existing entry was not trusted and was rebuilt (None: it was fine, or there was none)."""
+    cached: bool  # nothing was decoded: a complete, verified entry existed
+    rebuilt_because: str | None = None  # why an existing entry was not trusted and was rebuilt
 
 
 def probe_video(path: str) -> VideoProbe:
@@ -115,38 +80,26 @@ def probe_container(path: str, container: "av.container.InputContainer") -> Vide
     stream = container.streams.video[0]
     entries: list[tuple[int, bool]] = []
     for packet in container.demux(stream):
-        if packet.size == 0:
-            continue
-        stamp = packet.pts if packet.pts is not None else packet.dts
-        entries.append((stamp if stamp is not None else len(entries), bool(packet.is_keyframe)))
+        if packet.size:
+            stamp = packet.pts if packet.pts is not None else packet.dts
+            entries.append((stamp if stamp is not None else len(entries), bool(packet.is_keyframe)))
     if not entries:
         raise VideoError(f"{path}: the video stream has no frames")
     rate = stream.average_rate or stream.guessed_rate or stream.base_rate
     entries.sort(key=lambda entry: entry[0])
-    keyframes = tuple(index for index, (_, is_key) in enumerate(entries) if is_key)
-    return VideoProbe(
-        num_frames=len(entries),
-        native_fps=float(rate) if rate else 0.0,
-        width=stream.codec_context.width,
-        height=stream.codec_context.height,
-        codec=stream.codec_context.name,
-        keyframes=keyframes or (0,),
-        timestamps=tuple(stamp for stamp, _ in entries),
-    )
+    context = stream.codec_context
+    return VideoProbe(len(entries), float(rate) if rate else 0.0, context.width, context.height, context.name,
+                      tuple(i for i, (_, key) in enumerate(entries) if key) or (0,), tuple(s for s, _ in entries))
 
 
 def decode_frames(path: str, indices: Sequence[int], probe: VideoProbe) -> Iterator[tuple[int, av.VideoFrame]]:
-    """Yield ``(index, frame)`` for the wanted presentation-order indices, in order, decoding as little as possible.
-
-    Indices the stream never delivers (past its end, or after damage) are not yielded.
-    """
+    """``(index, frame)`` for the wanted presentation-order indices the stream delivers, decoding the least."""
     with av.open(path) as container:
         yield from decode_container(container, indices, probe, rewind=False)
 
 
-def decode_container(
-    container: "av.container.InputContainer", indices: Sequence[int], probe: VideoProbe, rewind: bool
-) -> Iterator[tuple[int, av.VideoFrame]]:
+def decode_container(container: "av.container.InputContainer", indices: Sequence[int], probe: VideoProbe,
+                     rewind: bool) -> Iterator[tuple[int, av.VideoFrame]]:
     """:func:`decode_frames` on an open container; ``rewind`` when a probe already read it to the end."""
     wanted = sorted(set(indices))
     wanted_stamps = {probe.timestamps[i] for i in wanted if 0 <= i < probe.num_frames}
@@ -193,17 +146,12 @@ def decode_container(
             cursor += 1
 
 
-def _decoded(
-    container: "av.container.InputContainer", stream: "av.video.stream.VideoStream", wanted_stamps: set[int]
-) -> Iterator[av.VideoFrame]:
-    """Frames from the demuxer's current position; unwanted frames that nothing references are not decoded.
-
-    ``NONREF`` keeps every decoded frame pixel-identical; the stricter ``BIDIR`` would not (x264's B-pyramid).
-    """
+def _decoded(container: "av.container.InputContainer", stream: "av.video.stream.VideoStream",
+             wanted_stamps: set[int]) -> Iterator[av.VideoFrame]:
+    """Frames from the demuxer's position, skipping unwanted ones no frame predicts from (``BIDIR`` would not do)."""
     context = stream.codec_context
     for packet in container.demux(stream):
-        wanted = packet.pts is None or packet.pts in wanted_stamps
-        context.skip_frame = "DEFAULT" if wanted else "NONREF"
+        context.skip_frame = "DEFAULT" if packet.pts is None or packet.pts in wanted_stamps else "NONREF"
         yield from context.decode(packet)
 
 
@@ -212,20 +160,15 @@ _ROTATIONS = {90: Image.Transpose.ROTATE_90, 180: Image.Transpose.ROTATE_180, 27
 
 
 def to_image(frame: av.VideoFrame, options: FrameOptions) -> Image.Image:
-    """Convert (and downscale, via swscale) one decoded frame, applying the rotation the file asks for.
-
-    One shared swscale context and a zero-copy view of the RGB plane: about 5x cheaper than
-    ``VideoFrame.to_image()``, with identical pixels.
-    """
+    """One decoded frame as RGB (downscaled, rotated as the file asks), through one shared swscale context."""
     width, height = scaled_size(frame.width, frame.height, options.max_side)
-    if (width, height) == (frame.width, frame.height):
-        rgb = _REFORMATTER.reformat(frame, format="rgb24")
-    else:
-        rgb = _REFORMATTER.reformat(frame, width=width, height=height, format="rgb24", interpolation="AREA")
+    # As the official path (OpenCV 4): YUV is BT.601 whatever the colour tags, full range only in "yuvj" formats.
+    yuv, jpeg_range = frame.format.name.startswith("yuv"), frame.format.name.startswith("yuvj")
+    rgb = _REFORMATTER.reformat(frame, width, height, "rgb24", src_colorspace=Colorspace.ITU601 if yuv else None,
+                                src_color_range=(ColorRange.JPEG if jpeg_range else ColorRange.MPEG) if yuv else None,
+                                interpolation="AREA" if (width, height) != (frame.width, frame.height) else None)
     plane = rgb.planes[0]
-    image = Image.frombuffer(
-        "RGB", (rgb.width, rgb.height), plane, "raw", "RGB", plane.line_size, 1  # type: ignore[arg-type]
-    )
+    image = Image.frombuffer("RGB", (rgb.width, rgb.height), plane, "raw", "RGB", plane.line_size, 1)  # type: ignore[arg-type]
     rotation = _ROTATIONS.get(frame.rotation % 360 if frame.rotation else 0)
     return image.transpose(rotation) if rotation is not None else image
 
@@ -237,26 +180,27 @@ def encode_jpeg(image: Image.Image, quality: int) -> bytes:
     return buffer.getvalue()
 
 
-def extract_frames(
-    video_path: str, cache_dir: str, options: FrameOptions, video_sha256: str | None = None, full_check: bool = False
-) -> FrameSet:
-    """The frames of one video under ``options``, from the cache or freshly extracted.
-
-    ``full_check``: check a cached entry's digests and the video even when its stamps match.
-    Raises :class:`VideoError` when the video cannot be decoded or the frames cannot be written.
-    """
+def extract_frames(video_path: str, cache_dir: str, options: FrameOptions, video_sha256: str | None = None,
+                   full_check: bool = False) -> FrameSet:
+    """One video's frames, cached (``full_check``: bytes re-read) or extracted now; else :class:`VideoError`."""
     digest = video_sha256 or file_digest(video_path)
     found, problem = cached_frames(video_path, cache_dir, options, digest, full_check)
     if found is not None:
         return found
-    key = frames_key(digest, options)
-    directory = frames_directory(cache_dir, key)
+    key = cache.frames_key(digest, options)
+    directory = cache.frames_directory(cache_dir, key)
     try:
-        _make_real_folder(directory)
-        remove_stale_temporaries(directory)
+        existed = os.path.lexists(directory) or os.path.islink(os.path.dirname(directory))
+        if existed:  # a killed writer's folder, or something planted at its place
+            from helm_roboreward.media.maintenance import tidy_entry_folder
+
+            tidy_entry_folder(directory)
+        os.makedirs(directory, exist_ok=True)
         with av.open(video_path) as container:  # one open for the probe and the decoding
-            manifest = _extract_into(video_path, container, directory, options, digest)
-    except OSError as error:
+            manifest = _extract_into(video_path, container, directory, options, digest, existed)
+    except OSError as error:  # first: PyAV's errors for missing or unreadable files are OSErrors too
+        from helm_roboreward.media.write_errors import write_error
+
         raise write_error(video_path, directory, error) from None
     except av.FFmpegError as error:
         raise VideoError(f"{video_path}: cannot be read as a video ({error})") from None
@@ -266,140 +210,68 @@ def extract_frames(
 def cached_frames(video_path: str, cache_dir: str, options: FrameOptions, digest: str,
                   full_check: bool) -> tuple[FrameSet | None, str | None]:
     """The verified cached frames of one video, or None and why an existing entry is not trusted."""
-    key = frames_key(digest, options)
-    directory = frames_directory(cache_dir, key)
+    key = cache.frames_key(digest, options)
+    directory = cache.frames_directory(cache_dir, key)
+    if not os.path.lexists(directory):
+        return None, None  # nothing cached: nothing to verify
+    from helm_roboreward.media.verification import cached_entry  # only where something is cached
+
     checked = cached_entry(video_path, cache_dir, directory, digest, options, full_check)
     if checked.manifest is None:
         return None, checked.problem
     return frame_set_from(key, directory, checked.manifest, cached=True), None
 
 
-def cached_entry(video_path: str, cache_dir: str, directory: str, digest: str, options: FrameOptions,
-                 full: bool) -> EntryCheck:
-    """:func:`helm_roboreward.media.frame_cache.check_entry` for this video (probed only if a full check runs)."""
-
-    def facts() -> tuple[int, float]:
-        probe = probe_video(video_path)
-        return probe.num_frames, probe.native_fps
-
-    return check_entry(cache_dir, directory, digest, options, full, facts,
-                       lambda: _count_decodable_frames(video_path))
-
-
-def _make_real_folder(directory: str) -> None:
-    """Create the entry folder, replacing whatever else stands at its place (a link, a file); never its target."""
-    if os.path.islink(directory) or (os.path.lexists(directory) and not os.path.isdir(directory)):
-        os.unlink(directory)
-    parent = os.path.dirname(directory)
-    if os.path.islink(parent):
-        os.unlink(parent)
-    os.makedirs(directory, exist_ok=True)
-
-
-def _extract_into(
-    video_path: str, container: "av.container.InputContainer", directory: str, options: FrameOptions, digest: str
-) -> Manifest:
+def _extract_into(video_path: str, container: "av.container.InputContainer", directory: str, options: FrameOptions,
+                  digest: str, existed: bool) -> cache.Manifest:
     """Decode and store the selected frames, then write the manifest (last: it marks the entry complete)."""
     probe = probe_container(video_path, container)
     indices = select_frame_indices(probe.num_frames, probe.native_fps, options)
-    written, decoded_count = _write_selected(video_path, container, directory, probe, indices, options)
-    if decoded_count is not None and decoded_count < probe.num_frames:
-        # The stream ended early: the true frame count decides the selection (as a full read would).
-        corrected = select_frame_indices(decoded_count, probe.native_fps, options)
-        if corrected != [index for index, _, _ in written]:
-            written, _ = _write_selected(video_path, container, directory, probe, corrected, options)
+    written = write_selected(container, directory, probe, indices, options)
+    num_frames, tidy = probe.num_frames, existed
+    if len(written) < len(set(indices)):  # the stream ended before a wanted frame
+        from helm_roboreward.media.short_streams import reselect
+
+        (written, num_frames), tidy = reselect(video_path, container, directory, probe, written, options), True
     if not written:
         raise VideoError(f"{video_path}: no frame could be decoded")
     files = [name for _, name, _ in written]
-    _remove_unlisted_frames(directory, files)
+    if tidy:
+        from helm_roboreward.media.maintenance import remove_unlisted_frames
+
+        remove_unlisted_frames(directory, files)
     with Image.open(os.path.join(directory, files[0])) as first:  # reads the header only
         stored_width, stored_height = first.size
-    manifest: Manifest = {
-        "extractor": EXTRACTOR_VERSION,
-        "video_sha256": digest,
-        "options": asdict(options),
-        "files": files,
+    manifest: cache.Manifest = {
+        "extractor": cache.EXTRACTOR_VERSION, "video_sha256": digest, "options": asdict(options), "files": files,
         "frame_indices": [index for index, _, _ in written],
         "sizes": [os.path.getsize(os.path.join(directory, name)) for name in files],
-        "sha256": [sha for _, _, sha in written],
-        "num_frames": decoded_count if decoded_count is not None else probe.num_frames,
-        "probed_frames": probe.num_frames,
-        "native_fps": probe.native_fps,
-        "width": stored_width,
-        "height": stored_height,
-        "source_width": probe.width,
-        "source_height": probe.height,
-        "codec": probe.codec,
+        "sha256": [sha for _, _, sha in written], "num_frames": num_frames, "probed_frames": probe.num_frames,
+        "native_fps": probe.native_fps, "width": stored_width, "height": stored_height,
+        "source_width": probe.width, "source_height": probe.height, "codec": probe.codec,
     }
-    write_atomically(os.path.join(directory, MANIFEST_FILE), json.dumps(manifest, sort_keys=True).encode("utf-8"))
-    write_stamps(directory, files + [MANIFEST_FILE], os.path.join(directory, STAMP_FILE))
+    write_atomically(os.path.join(directory, cache.MANIFEST_FILE), json.dumps(manifest, sort_keys=True).encode())
+    write_stamps(directory, files + [cache.MANIFEST_FILE], os.path.join(directory, cache.STAMP_FILE))
     return manifest
 
 
-def _remove_unlisted_frames(directory: str, files: Sequence[str]) -> None:
-    """Delete frame files the final selection does not list (a first pass over a stream that ended early).
-
-    Safe next to a concurrent writer of the same key: identical inputs give identical final lists.
-    """
-    listed = set(files)
-    for name in os.listdir(directory):
-        if name.endswith(".jpg") and name[:-4].isdigit() and name not in listed:
-            try:
-                os.unlink(os.path.join(directory, name))
-            except FileNotFoundError:
-                pass  # another writer removed it first
-
-
-def _write_selected(
-    video_path: str,
-    container: "av.container.InputContainer",
-    directory: str,
-    probe: VideoProbe,
-    indices: Sequence[int],
-    options: FrameOptions,
-) -> tuple[list[tuple[int, str, str]], int | None]:
-    """Decode and store the wanted frames.
-
-    Returns ``(index, file name, SHA-256)`` of each, and the number of frames that decode when the stream
-    ended before a wanted frame (else None).
-    """
+def write_selected(container: "av.container.InputContainer", directory: str, probe: VideoProbe,
+                   indices: Sequence[int], options: FrameOptions) -> list[tuple[int, str, str]]:
+    """Decode and store the wanted frames that decode: ``(index, file name, SHA-256)`` of each."""
     written: list[tuple[int, str, str]] = []
     for sequence, (index, frame) in enumerate(decode_container(container, indices, probe, rewind=True)):
         name = f"{sequence:04d}.jpg"
         data = encode_jpeg(to_image(frame, options), options.jpeg_quality)
         write_atomically(os.path.join(directory, name), data)
         written.append((index, name, hashlib.sha256(data).hexdigest()))
-    if len(written) == len(set(indices)):
-        return written, None
-    return written, _count_decodable_frames(video_path)
+    return written
 
 
-def _count_decodable_frames(video_path: str) -> int:
-    with av.open(video_path) as container:
-        stream = container.streams.video[0]
-        count = 0
-        try:
-            for _ in container.decode(stream):
-                count += 1
-        except av.FFmpegError:
-            pass  # a damaged tail: the frames before it are what a full read gets
-        return count
-
-
-def frame_set_from(key: str, directory: str, manifest: Manifest, cached: bool,
+def frame_set_from(key: str, directory: str, manifest: cache.Manifest, cached: bool,
                    rebuilt_because: str | None = None) -> FrameSet:
     """The :class:`FrameSet` a manifest describes (files under ``directory``)."""
     files = [str(name) for name in manifest["files"]]
-    return FrameSet(
-        key=key,
-        directory=directory,
-        frame_files=tuple(os.path.join(directory, name) for name in files),
-        frame_indices=tuple(int(i) for i in manifest["frame_indices"]),
-        num_frames=int(manifest["num_frames"]),
-        native_fps=float(manifest["native_fps"]),
-        width=int(manifest["width"]),
-        height=int(manifest["height"]),
-        total_bytes=sum(int(size) for size in manifest["sizes"]),
-        cached=cached,
-        rebuilt_because=rebuilt_because,
-    )
+    return FrameSet(key, directory, tuple(os.path.join(directory, name) for name in files),
+                    tuple(int(i) for i in manifest["frame_indices"]), int(manifest["num_frames"]),
+                    float(manifest["native_fps"]), int(manifest["width"]), int(manifest["height"]),
+                    sum(int(size) for size in manifest["sizes"]), cached, rebuilt_because)

@@ -5,16 +5,9 @@ from collections.abc import Iterator
 
 
 def recorded_path(path: str) -> str:
-    """How a media path is recorded: relative to the working directory when it lies under it.
-
-    HELM passes the scenario folder as given by ``-o``; an absolute ``-o`` inside the working directory becomes
-    relative so the viewer can resolve it.
-    """
-    if os.path.isabs(path):
-        relative = os.path.relpath(path)
-        if not relative.startswith(os.pardir):
-            return relative
-    return path
+    """How a media path is recorded: relative to the working directory when under it, so HELM's viewer finds it."""
+    relative = os.path.relpath(path) if os.path.isabs(path) else os.pardir
+    return path if relative.startswith(os.pardir) else relative
 
 
 def media_objects(state: object) -> Iterator[tuple[str, str]]:

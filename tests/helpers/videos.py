@@ -63,6 +63,17 @@ def draw_frame(number: int, width: int = 64, height: int = 48) -> np.ndarray:
     return np.repeat(image[:, :, None], 3, axis=2)
 
 
+def draw_colour_frame(number: int, width: int = 96, height: int = 64) -> np.ndarray:
+    """:func:`draw_frame` with saturated colour gradients below the code (colour conversions differ there)."""
+    image = draw_frame(number, width, height).astype(np.int64)
+    top = int(round(height * ROW_FRACTION * CODE_ROWS))
+    y, x = np.mgrid[0 : height - top, 0:width]
+    image[top:, :, 0] = (x * 255 // max(1, width - 1) + number * 9) % 256
+    image[top:, :, 1] = (y * 255 // max(1, height - top - 1) + number * 5) % 256
+    image[top:, :, 2] = ((x + y) * 4 + number * 13) % 256
+    return image.astype(np.uint8)
+
+
 def _span(index: int, size: float) -> tuple:
     return int(round(index * size)), int(round((index + 1) * size))
 
@@ -106,6 +117,9 @@ def make_video(
     container_format: str | None = None,
     first_number: int = 0,
     timestamps_ms: Sequence[int] | None = None,
+    colour: bool = False,
+    colour_tag: int | None = None,
+    colour_range: int | None = None,
 ) -> Path:
     """Encode ``num_frames`` frames numbered ``first_number, first_number + 1, ...``.
 
@@ -124,6 +138,10 @@ def make_video(
         first_number: Number drawn on the first frame.
         timestamps_ms: Presentation time of each frame in milliseconds, for a variable frame rate
             (``fps`` then only sets the stream's nominal rate); None: constant ``fps``.
+        colour: Draw :func:`draw_colour_frame` frames instead of gray ones.
+        colour_tag: FFmpeg's code for the colour space, primaries and transfer written into the stream
+            (1: BT.709, 6: SMPTE 170M / BT.601); None: untagged.
+        colour_range: FFmpeg's colour range tag (1: limited "tv", 2: full "pc"); None: untagged.
 
     Returns:
         The path written.
@@ -144,11 +162,17 @@ def make_video(
             stream.codec_context.gop_size = gop
         if rotation is not None:
             stream.set_display_rotation(rotation)
+        if colour_tag is not None:
+            context = stream.codec_context
+            context.colorspace = context.color_primaries = context.color_trc = colour_tag
+        if colour_range is not None:
+            stream.codec_context.color_range = colour_range
         if timestamps_ms is not None:
             assert len(timestamps_ms) == num_frames, "one timestamp per frame"
             stream.codec_context.time_base = Fraction(1, 1000)
         for index in range(num_frames):
-            frame = av.VideoFrame.from_ndarray(draw_frame(first_number + index, width, height), format="rgb24")
+            draw = draw_colour_frame if colour else draw_frame
+            frame = av.VideoFrame.from_ndarray(draw(first_number + index, width, height), format="rgb24")
             if timestamps_ms is not None:
                 frame.pts, frame.time_base = timestamps_ms[index], Fraction(1, 1000)
             else:

@@ -39,7 +39,8 @@ import av
 import pytest
 
 from helm_roboreward.core.files import file_digest
-from helm_roboreward.media.frame_cache import frames_directory, frames_key, read_manifest
+from helm_roboreward.media.frame_cache import frames_directory, frames_key
+from helm_roboreward.media.verification import read_manifest
 from helm_roboreward.protocol import FrameOptions
 from tests.helpers.fakes import FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.harness import (

@@ -37,7 +37,8 @@ from typing import Any
 
 import pytest
 
-from helm_roboreward.media.frame_cache import MANIFEST_FILE, read_manifest
+from helm_roboreward.media.frame_cache import MANIFEST_FILE
+from helm_roboreward.media.verification import read_manifest
 from tests.helpers.fakes import FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.harness import (
     SAMPLE,

@@ -18,8 +18,10 @@ from PIL import Image
 
 import helm_roboreward.media.decoding as extraction
 from helm_roboreward.core.files import file_digest
+from helm_roboreward.media import short_streams, verification
 from helm_roboreward.media.decoding import FrameSet, VideoError, decode_frames, encode_jpeg, extract_frames, probe_video
 from helm_roboreward.media.frame_cache import MANIFEST_FILE, STAMP_FILE, frames_directory, frames_key
+from helm_roboreward.media.maintenance import remove_unlisted_frames
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers import videos
 
@@ -346,7 +348,8 @@ def test_cache_hit_does_no_decoding(clip73: Path, tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(extraction, "decode_frames", boom)
     monkeypatch.setattr(extraction, "probe_video", boom)
-    monkeypatch.setattr(extraction, "_count_decodable_frames", boom)
+    monkeypatch.setattr(verification, "probe_video", boom)
+    monkeypatch.setattr(short_streams, "count_decodable_frames", boom)
     monkeypatch.setattr(av, "open", boom)
     second = extract_frames(str(clip73), str(tmp_path), OFFICIAL)
     assert second.cached is True
@@ -596,6 +599,6 @@ def test_frames_a_final_selection_does_not_list_are_removed(tmp_path: Path) -> N
     """A first pass over a stream that ended early may have written more frames than the final selection."""
     for name in ("0000.jpg", "0001.jpg", "0002.jpg", "0003.jpg", MANIFEST_FILE, ".tmp-x.part", "notes.jpg"):
         (tmp_path / name).write_bytes(b"x")
-    extraction._remove_unlisted_frames(str(tmp_path), ["0000.jpg", "0001.jpg"])
+    remove_unlisted_frames(str(tmp_path), ["0000.jpg", "0001.jpg"])
     assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-x.part", "0000.jpg", "0001.jpg", MANIFEST_FILE,
                                                           "notes.jpg"]
