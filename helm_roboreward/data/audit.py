@@ -8,7 +8,8 @@ real naming pattern; per subset the episodes and bootstrap clusters (names and i
 compares with the published split's counts (``num_rows`` in ``protocol.py``, the ``PUBLISHED_*``
 constants of ``core/published_split.py``, from the public harness GitHub ``dddais/Robo-dopamine``, folder
 ``roborewardbench/``) and its metadata SHA-256. Totals over the whole split are compared only when the copy
-holds every subset they cover.
+holds every subset they cover. An mp4 under the audited subsets' folders that no metadata row lists is a
+problem to fix: no run reads it, so a copy holding it is not the set of videos its metadata describes.
 """
 
 import os
@@ -44,9 +45,18 @@ from helm_roboreward.data.rows import (
     read_metadata,
     select_rows,
 )
-from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE, OFFICIAL_SUBSET_IDS, TEST_SPLIT, subset_info, subset_order
+from helm_roboreward.protocol import (
+    MAX_SCORE,
+    METADATA_FILE,
+    MIN_SCORE,
+    OFFICIAL_SUBSET_IDS,
+    TEST_SPLIT,
+    subset_info,
+    subset_order,
+)
 
 LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
+MAX_LISTED = 10
 KIND_COLUMNS = ("subset", "kind", "rows", *(str(label) for label in LABELS), "videos", "shared", "linked",
                 "ladders", "mismatches", "other_names")
 SUBSET_COLUMNS = ("subset", "rows", "published", "episodes", "name_clusters", "clusters", "missing_videos")
@@ -130,6 +140,8 @@ class Audit:
     """Where the copy differs from the published split (empty: it matches wherever compared)."""
     compared: bool = False
     """Whether the copy holds any subset of the published split (otherwise nothing was compared)."""
+    unlisted: list[str] = field(default_factory=list)
+    """Videos (``<subset>/<name>.mp4`` under ``test/``) that no metadata row lists."""
 
 
 def audit_copy(root: str, subsets: Sequence[str] | None, source: str, trusted_root: str | None = None) -> Audit:
@@ -140,13 +152,40 @@ def audit_copy(root: str, subsets: Sequence[str] | None, source: str, trusted_ro
             and listed instead).
     """
     path = metadata_path(root)
-    rows = select_rows(read_metadata(path, check_clip_labels=False), subsets, source)
+    every_row = read_metadata(path, check_clip_labels=False)
+    rows = select_rows(every_row, subsets, source)
     audited, problems = _hash_rows(root, rows, trusted_root)
     problems = [f"{path}, {problem}" for row in rows if (problem := clip_label_problem(row))] + problems
-    audit = Audit(file_digest(path), audited, kind_counts(audited), subset_counts(audited), problems)
+    unlisted = unlisted_videos(root, every_row, subsets)
+    if unlisted:
+        shown = ", ".join(unlisted[:MAX_LISTED]) + (f" and {len(unlisted) - MAX_LISTED} more"
+                                                      if len(unlisted) > MAX_LISTED else "")
+        problems.append(f"{len(unlisted)} video file(s) under {os.path.join(root, TEST_SPLIT)} that no row of "
+                        f"{METADATA_FILE} lists, so no run reads them: {shown}. Remove them, or add their rows")
+    audit = Audit(file_digest(path), audited, kind_counts(audited), subset_counts(audited), problems,
+                  unlisted=unlisted)
     audit.compared = any(row.row.subset in OFFICIAL_SUBSET_IDS for row in audited)
     audit.differences = differences(audit, whole_split=subsets is None)
     return audit
+
+
+def unlisted_videos(root: str, rows: Sequence[MetadataRow], subsets: Sequence[str] | None) -> list[str]:
+    """The ``.mp4`` files under ``root/test/<subset>/`` (the given subsets, else every folder) no row lists.
+
+    Links to folders are not followed (a hub snapshot's files are links to files, which are listed).
+    """
+    split_dir = os.path.join(root, TEST_SPLIT)
+    listed = {row.file_name for row in rows}
+    folders = list(subsets) if subsets is not None else sorted(
+        name for name in os.listdir(split_dir) if os.path.isdir(os.path.join(split_dir, name)))
+    found = []
+    for subset in folders:
+        for folder, _, names in os.walk(os.path.join(split_dir, subset)):
+            for name in names:
+                relative = os.path.relpath(os.path.join(folder, name), split_dir).replace(os.sep, "/")
+                if name.lower().endswith(".mp4") and relative not in listed:
+                    found.append(relative)
+    return sorted(found)
 
 
 def _hash_rows(root: str, rows: Sequence[MetadataRow], trusted_root: str | None) -> tuple[list[AuditedRow],

@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 
 from helm_roboreward.robot_data.episode_clips import DEFAULT_CRF
@@ -10,6 +11,15 @@ from helm_roboreward.robot_data.labels import LABEL_SOURCES
 from helm_roboreward.robot_data.lerobot_format import metadata_fingerprint, read_info
 
 EnsureFiles = Callable[[list[str]], None]
+INTERRUPTED = {
+    "import-lerobot": "interrupted; nothing was written (the partly built copy was removed), rerun to import",
+    "label": "interrupted; helm-run, if it had started, was stopped. What finished is kept: the working copy once "
+             "imported, and every answer in helm-run's cache (--local-path); rerun to continue (the outputs are "
+             "written once every episode is scored)",
+    "export-predictions": "interrupted; --out is written whole or not at all, and the hub dataset changes only "
+                          "when its one commit completes; rerun to export",
+}
+"""What ``roboreward`` says on Ctrl-C for each command (``interrupted=`` of its parser, read by ``cli.main``)."""
 
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +44,7 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
     imports.add_argument("--labels", help="JSON Lines or CSV: episode_index, reward 1..5[, task]")
     imports.add_argument("--labels-from", choices=LABEL_SOURCES,
                          help="5 when the episode's last frame succeeded, else 1 (coarse)")
-    imports.set_defaults(handler=_import)
+    imports.set_defaults(handler=_import, interrupted=INTERRUPTED["import-lerobot"])
     label = commands.add_parser(
         "label", help="score every episode of a LeRobot dataset with any model, through helm-run",
         description="Score episodes with a model through helm-run (its clients, cache, retries, -n threads) and "
@@ -51,7 +61,7 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
     label.add_argument("--local-path", default="prod_env", help="helm-run --local-path (default prod_env)")
     label.add_argument("--work", help="working folder (default OUT/work)")
     label.add_argument("--entry-options", default="", help="more run-entry arguments, e.g. video=frames,max_frames=16")
-    label.set_defaults(handler=_label)
+    label.set_defaults(handler=_label, interrupted=INTERRUPTED["label"])
     export = commands.add_parser(
         "export-predictions", help="write a suite's predictions as a datasets dataset (parquet, disk or hub)",
         description="Every prediction of a suite's RoboReward runs (model, subset, row key, task, gold, raw answer, "
@@ -63,7 +73,7 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
     export.add_argument("--push-to-hub", metavar="ORG/NAME", help="also push to this hub dataset (HF_TOKEN)")
     export.add_argument("--private", action="store_true", help="create the hub dataset private")
     export.add_argument("--include-media", action="store_true", help="embed the frames/videos sent (large)")
-    export.set_defaults(handler=_export)
+    export.set_defaults(handler=_export, interrupted=INTERRUPTED["export-predictions"])
 
 
 def _source(args: argparse.Namespace) -> tuple[str, dict[str, str], EnsureFiles | None]:
@@ -118,6 +128,8 @@ def _label(args: argparse.Namespace) -> int:
     print("  seconds: " + ", ".join(f"{part} {value:.1f}" for part, value in result.seconds.items()))
     for path in result.files:
         print(f"  wrote {path}")
+    for path in result.removed:
+        print(f"  removed {path} (an earlier run's; this run does not write it)")
     if args.low_score is not None:
         print(f"  {len(result.low_score_episodes)} episode(s) scored <= {args.low_score:g}")
     return 0
@@ -126,7 +138,12 @@ def _label(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from helm_roboreward.robot_data.predictions_export import export_predictions
 
-    count, where = export_predictions(args.output_path, args.suite, args.out, args.format, args.push_to_hub,
-                                      args.private, args.include_media)
-    print(f"roboreward export-predictions: {count} predictions of suite {args.suite} -> {'; '.join(where)}")
+    result = export_predictions(args.output_path, args.suite, args.out, args.format, args.push_to_hub,
+                                args.private, args.include_media)
+    print(f"roboreward export-predictions: {result.count} predictions of suite {args.suite} -> "
+          f"{'; '.join(result.where)}")
+    for folder in result.unfinished:
+        print(f"roboreward export-predictions: warning: run {os.path.basename(folder)} is not in the export: it has "
+              "no scenario_state.json (helm-run failed on it, or is still running it); rerun it, then export again",
+              file=sys.stderr)
     return 0

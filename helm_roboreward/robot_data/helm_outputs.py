@@ -55,18 +55,31 @@ class Prediction:
     """Locations of the media sent (frames or the video), as recorded (relative to helm-run's folder)."""
 
     content_type: str
+    media_types: tuple[str, ...] = ()
+    """The content type recorded for each of :attr:`media`."""
 
 
 def _read_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(f"{path}: cannot be read as JSON ({error}); the run's file is damaged (a helm-run killed "
+                        "while writing it?): rerun that run, or move its folder out of the suite") from None
 
 
-def roboreward_runs(output_path: str, suite: str) -> list[RunInfo]:
+RUN_PREFIX = "roboreward:"
+"""How RoboReward run folders are named (the run entry's name)."""
+
+
+def roboreward_runs(output_path: str, suite: str, unfinished: list[str] | None = None) -> list[RunInfo]:
     """The suite's RoboReward runs that finished (their ``scenario_state.json`` exists), by name.
 
+    ``unfinished`` receives the folders of RoboReward runs without ``run_spec.json`` or ``scenario_state.json``
+    (a run helm-run failed, or one still running).
+
     Raises:
-        DataError: The suite folder does not exist.
+        DataError: The suite folder does not exist, or a finished run's JSON files are damaged.
     """
     suite_dir = os.path.join(output_path, "runs", suite)
     if not os.path.isdir(suite_dir):
@@ -76,8 +89,12 @@ def roboreward_runs(output_path: str, suite: str) -> list[RunInfo]:
         folder = os.path.join(suite_dir, name)
         spec_path = os.path.join(folder, "run_spec.json")
         if not (os.path.isfile(spec_path) and os.path.isfile(os.path.join(folder, "scenario_state.json"))):
+            if unfinished is not None and name.startswith(RUN_PREFIX) and os.path.isdir(folder):
+                unfinished.append(folder)
             continue
         spec = _read_json(spec_path)
+        if not isinstance(spec, dict):
+            raise DataError(f"{spec_path}: expected a JSON object (HELM's run spec)")
         scenario = spec.get("scenario_spec") or {}
         if scenario.get("class_name") != SCENARIO_CLASS:
             continue
@@ -89,7 +106,10 @@ def roboreward_runs(output_path: str, suite: str) -> list[RunInfo]:
 
 def predictions_of(run: RunInfo) -> Iterator[Prediction]:
     """Every instance of a run, in the run's order."""
-    state = _read_json(os.path.join(run.folder, "scenario_state.json"))
+    path = os.path.join(run.folder, "scenario_state.json")
+    state = _read_json(path)
+    if not isinstance(state, dict) or not isinstance(state.get("request_states", []), list):
+        raise DataError(f"{path}: expected HELM's scenario state (an object with 'request_states')")
     for request_state in state.get("request_states", []):
         instance = request_state.get("instance") or {}
         record = InstanceRecord.from_extra_data(instance.get("extra_data"))
@@ -103,5 +123,6 @@ def predictions_of(run: RunInfo) -> Iterator[Prediction]:
             subset=record.subset, source_file=record.source_file, task=record.task, gold=gold_of(instance),
             raw_output=raw, score=None if failed else parse_progress_score(raw), request_failed=failed,
             error=str(result["error"]) if result.get("error") else None,
-            media=tuple(location for _, location in media), content_type=media[0][0] if media else "")
+            media=tuple(location for _, location in media), content_type=media[0][0] if media else "",
+            media_types=tuple(content_type for content_type, _ in media))
 

@@ -4,17 +4,25 @@ HELM's executor shows a tqdm bar only on a terminal (``helm.common.general.paral
 the command runs on a pseudo-terminal; its output goes to a log file (colours and bar redraws removed) and the
 executor's ``n/total`` counts drive our own bar. Nothing of HELM is imported: ``helm-run`` does everything
 (plugins, caching, retries, ``-n`` threads, every client) exactly as when a user runs it.
+
+``helm-run`` never outlives the command that started it: on Linux the child asks the kernel for SIGTERM when its
+parent dies (``prctl(PR_SET_PDEATHSIG)``, which holds even when the parent is killed with SIGKILL, where no
+handler runs); an exception or Ctrl-C in the parent terminates it and waits for it. Its own frame workers follow
+it (they watch their parent, docs/media.md).
 """
 
+import ctypes
+import ctypes.util
 import fcntl
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import termios
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tqdm import tqdm
 
@@ -23,6 +31,22 @@ _BAR_COUNT = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _EXECUTOR_START = "Executor.execute {"
 _PROCESSED = re.compile(r"Processed (\d+) requests")
 _WINDOW = struct.pack("HHHH", 50, 160, 0, 0)
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _parent_death_signal() -> "Callable[[], None] | None":
+    """A ``preexec_fn`` that makes the child get SIGTERM when its parent dies (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
 
 
 def console_script(name: str) -> str:
@@ -81,7 +105,7 @@ def run_with_progress(command: Sequence[str], cwd: str, env: dict[str, str], log
     fcntl.ioctl(slave, termios.TIOCSWINSZ, _WINDOW)
     try:
         process = subprocess.Popen(list(command), cwd=cwd, env={**env, "COLUMNS": "160"}, stdin=subprocess.DEVNULL,
-                                   stdout=slave, stderr=slave, close_fds=True)
+                                   stdout=slave, stderr=slave, close_fds=True, preexec_fn=_parent_death_signal())
     finally:
         os.close(slave)
     tracker = RequestProgress()

@@ -2,12 +2,17 @@
 
 ``huggingface_hub.snapshot_download`` fetches into its own cache (a second import downloads nothing). The
 revision is resolved to a commit by the first download and every later file comes from that commit, so one import
-never mixes two versions; the commit is recorded in the copy's provenance.
+never mixes two versions; the commit is recorded in the copy's provenance. Every request has a time limit
+(:mod:`~helm_roboreward.data.hub_timeouts`).
+
+The snapshot's files are links into the repository's ``blobs/`` folder; the import follows such links only inside
+that repository's cache folder (:func:`~helm_roboreward.robot_data.lerobot_format.link_root`).
 """
 
 import os
 from dataclasses import dataclass, field
 
+import httpx2
 from huggingface_hub import snapshot_download
 from huggingface_hub.utils import (
     GatedRepoError,
@@ -18,6 +23,7 @@ from huggingface_hub.utils import (
 )
 
 from helm_roboreward.data.hub import describe_error
+from helm_roboreward.data.hub_timeouts import limit_hub_requests
 from helm_roboreward.data.rows import DataError
 
 REPO_TYPE = "dataset"
@@ -60,6 +66,7 @@ def fetch_hub_dataset(repo_id: str, revision: str = "main", endpoint: str | None
         HubDatasetError: Unknown repository or revision, no access, or the hub cannot be reached.
     """
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
+    limit_hub_requests()
     root = _download(repo_id, revision, [META_PATTERN], endpoint, token, cache_dir)
     commit = os.path.basename(os.path.normpath(root))
     if not os.path.isfile(os.path.join(root, "meta", "info.json")):
@@ -87,6 +94,6 @@ def _download(repo_id: str, revision: str, patterns: list[str], endpoint: str | 
         raise HubDatasetError(f"{where}: the hub cannot be reached and the cache does not hold the files "
                               f"({type(error).__name__}); go online, set HF_ENDPOINT to a mirror, or download the "
                               "dataset elsewhere and import its folder") from None
-    except (HfHubHTTPError, OSError) as error:
+    except (HfHubHTTPError, httpx2.HTTPError, OSError) as error:
         raise HubDatasetError(f"{where}: the download failed ({describe_error(error, token)}); retry, or import a "
                               "local copy of the dataset") from None

@@ -7,12 +7,14 @@ named ``episode_<index>.mp4`` (a prefix clip ``episode_<index>_upto_<end>.mp4``)
 the label source (and whether it is coarse), the encoder, when it was made, and per row the episode, its time
 span in the source video and its file.
 
-Nothing half-written is left: the copy is built in a sibling folder and renamed into place at the end; any
-failure removes it. An existing ``DIR`` is reused when it holds the same import (same source, camera, subset,
-episodes, labels and encoding) and refused otherwise.
+Nothing half-written is left: the copy is built in a sibling folder ``DIR.partial-<pid>`` and renamed into place at
+the end; any failure removes it, and one left by a killed import (its process gone) is removed by the next. An
+existing ``DIR`` is reused when it holds the same import (same source, camera, subset, episodes, labels and
+encoding) and refused otherwise. ``DIR`` may not be a link, nor lie inside the source dataset.
 """
 
 import datetime
+import glob
 import hashlib
 import json
 import os
@@ -28,6 +30,8 @@ from tqdm import tqdm
 
 from helm_roboreward.core.files import file_digest, write_atomically
 from helm_roboreward.core.published_split import IMPORT_RECORD
+from helm_roboreward.core.validation import task_problem
+from helm_roboreward.media.containment import is_inside
 from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, METADATA_FILE, MIN_SCORE, TEST_SPLIT
 from helm_roboreward.robot_data.episode_clips import (
     DEFAULT_CRF,
@@ -47,6 +51,7 @@ from helm_roboreward.robot_data.labels import (
     select_episodes,
     success_labels,
 )
+from helm_roboreward.robot_data.lerobot_episodes import check_spans, read_episodes, read_success_flags
 from helm_roboreward.robot_data.lerobot_format import (
     SUCCESS_FEATURE,
     Camera,
@@ -54,9 +59,9 @@ from helm_roboreward.robot_data.lerobot_format import (
     Episode,
     LeRobotFormatError,
     choose_camera,
-    read_episodes,
+    dataset_file,
+    link_root,
     read_info,
-    read_success_flags,
 )
 from helm_roboreward.robot_data.progress import anchor_end_frames
 
@@ -64,6 +69,8 @@ PROVENANCE_FILE = IMPORT_RECORD
 IMPORT_FORMAT = "roboreward-lerobot-import-1"
 """Changes when the copy's layout or provenance fields change (an older copy is then re-made, not reused)."""
 PLACEHOLDER_REWARD = MIN_SCORE
+MAX_CRF = 51
+"""x264's worst quality for 8-bit video (0 is lossless)."""
 """The reward every row of an unlabelled copy carries (the layout needs one); never shown to a model."""
 _SUBSET_CHARACTERS = re.compile(r"[^a-z0-9_]+")
 
@@ -150,6 +157,9 @@ def plan_import(request: ImportRequest, ensure_files: Callable[[list[str]], None
         LeRobotFormatError, LabelError: See :mod:`~helm_roboreward.robot_data.lerobot_format` and
             :mod:`~helm_roboreward.robot_data.labels`.
     """
+    if not 0 <= request.crf <= MAX_CRF:
+        raise LabelError(f"--crf {request.crf}: x264's quality runs from 0 (lossless) to {MAX_CRF} (worst); "
+                         f"{DEFAULT_CRF}, the default, is visually lossless")
     info = read_info(request.root)
     camera = choose_camera(info, request.camera)
     dataset = read_episodes(info, camera)
@@ -162,8 +172,10 @@ def plan_import(request: ImportRequest, ensure_files: Callable[[list[str]], None
         check_label_episodes(labels, dataset, [], request.labels_file, where)
         selected = select_episodes(dataset, selection, where)
         check_label_episodes(labels, dataset, selected, request.labels_file, where)
+        check_spans(selected, camera.fps)
         return info, camera, selected, labels, subset
     selected = select_episodes(dataset, request.episodes, where)
+    check_spans(selected, camera.fps)
     if request.labels_from:
         if request.labels_from not in LABEL_SOURCES:
             raise LabelError(f"--labels-from {request.labels_from!r}: only {SUCCESS_FEATURE} is known")
@@ -184,11 +196,20 @@ def describe_source(source: dict[str, str]) -> str:
 
 
 def copy_rows(episodes: Sequence[Episode], labels: dict[int, Label], subset: str, anchors: int) -> list[CopyRow]:
-    """The rows of the copy, in episode order (prefix clips before their whole episode)."""
+    """The rows of the copy, in episode order (prefix clips before their whole episode).
+
+    Raises:
+        LabelError: An episode's task (the labels file's, else the dataset's) is not a task the benchmark reads
+            (:func:`~helm_roboreward.core.validation.task_problem`, the rule ``roboreward prepare`` applies).
+    """
     rows: list[CopyRow] = []
     for episode in episodes:
         label = labels[episode.index]
         task = label.task or "; ".join(episode.tasks)
+        problem = "the episode metadata gives no task" if not task else task_problem(task)
+        if problem:
+            raise LabelError(f"{episode.where}, field 'tasks': {problem}; give its task in a labels file (column "
+                             "'task'), or leave the episode out with --episodes")
         ends = anchor_end_frames(episode.length, anchors) if anchors else [episode.length]
         for end in ends:
             suffix = "" if end == episode.length else f"_upto_{end:06d}"
@@ -243,10 +264,11 @@ def import_lerobot(request: ImportRequest, ensure_files: Callable[[list[str]], N
         LeRobotFormatError, LabelError: Bad data, labels or options; nothing is written.
     """
     started = time.monotonic()
+    out = os.path.abspath(request.out)
+    check_out(out, request)
     info, camera, episodes, labels, subset = plan_import(request, ensure_files)
     rows = copy_rows(episodes, labels, subset, request.anchors)
     key = import_key(request, camera, rows, subset)
-    out = os.path.abspath(request.out)
     existing = existing_import(out)
     if existing is not None:
         if existing.get("import_key") == key:
@@ -256,14 +278,15 @@ def import_lerobot(request: ImportRequest, ensure_files: Callable[[list[str]], N
             raise LabelError(_different_import(out, existing, request, camera, subset))
     if ensure_files is not None:
         ensure_files(sorted({episode.video_file for episode in episodes}))
-    staging = f"{out}.partial-{os.getpid()}"
+    remove_abandoned_copies(out)
+    staging = f"{out}{PARTIAL}{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
         spans = _write_clips(info, camera, episodes, rows, staging, request.crf, progress)
         provenance = _provenance(request, info, camera, subset, rows, spans, key, episodes)
         _write_metadata(staging, rows, request.placeholder_labels)
         write_atomically(os.path.join(staging, PROVENANCE_FILE),
-                         (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+                         (json.dumps(provenance, indent=2, sort_keys=True, allow_nan=False) + "\n").encode("utf-8"))
         if existing is not None:
             shutil.rmtree(out)  # a working copy being replaced
         elif os.path.isdir(out):
@@ -275,6 +298,53 @@ def import_lerobot(request: ImportRequest, ensure_files: Callable[[list[str]], N
         raise
     return ImportResult(out, subset, rows, provenance, reused=False, seconds=time.monotonic() - started,
                         episodes=episodes)
+
+
+PARTIAL = ".partial-"
+
+
+def check_out(out: str, request: ImportRequest) -> None:
+    """``--out`` may be a new folder, an empty one or an earlier import; never a link, nor inside the source.
+
+    The copy is renamed into place at the end, so a link there would fail only after every episode was encoded.
+
+    Raises:
+        LabelError: ``out`` is a link (or a dangling one), or lies inside the source dataset.
+    """
+    if os.path.islink(out):
+        target = os.readlink(out)
+        state = "" if os.path.exists(out) else ", which does not exist"
+        raise LabelError(f"--out {out} is a link (to {target}{state}); the copy is renamed into place, so give the "
+                         "real path of the folder, or remove the link")
+    for root in {request.root, link_root(request.root)}:
+        if is_inside(out, root):
+            raise LabelError(f"--out {out} lies inside the source dataset {os.path.realpath(root)}; the source is "
+                             "never written to: give a folder outside it")
+
+
+def remove_abandoned_copies(out: str) -> list[str]:
+    """Remove the ``<out>.partial-<pid>`` folders of imports whose process is gone (killed); returns them.
+
+    A folder whose process still runs (another import into the same ``out``) is left alone.
+    """
+    removed = []
+    for path in glob.glob(glob.escape(out) + PARTIAL + "*"):
+        pid = path[len(out) + len(PARTIAL):]
+        if not pid.isdigit() or pid == str(os.getpid()) or _process_exists(int(pid)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _different_import(out: str, existing: dict[str, Any], request: ImportRequest, camera: Camera,
@@ -301,7 +371,7 @@ def _write_clips(info: DatasetInfo, camera: Camera, episodes: Sequence[Episode],
         by_file.setdefault(episode.video_file, []).append(episode)
     with tqdm(total=len(episodes), desc="importing episodes", unit="episode", disable=not progress) as bar:
         for relative, group in by_file.items():
-            source = os.path.join(info.root, *relative.split("/"))
+            source = dataset_file(info, relative)
             container = _open(source, group[0])
             try:
                 for episode in sorted(group, key=lambda item: item.from_timestamp):

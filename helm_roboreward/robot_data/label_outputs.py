@@ -182,6 +182,56 @@ def write_low_scores(path: str, threshold: float, scores: Sequence[EpisodeScore]
     return [item.episode_index for item in low]
 
 
+def labelling_model(out: str, model: str, deployment: str | None) -> str | None:
+    """The model (and deployment) whose labels ``out`` holds when it is not ``model`` (None: none, or this one's).
+
+    Read from each output's own record: ``episode_rewards.parquet``'s and ``roboreward_progress.parquet``'s schema
+    metadata, ``low_score_episodes.json``'s ``model``; a file that cannot be read counts as another model's.
+    """
+    found: list[tuple[str, str | None]] = []
+    rewards = output_path(out, EPISODE_REWARDS_FILE)
+    if os.path.isfile(rewards):
+        try:
+            metadata = pq.read_schema(rewards).metadata or {}
+            found.append((metadata.get(b"model", b"").decode("utf-8", "replace"),
+                          metadata.get(b"deployment", b"").decode("utf-8", "replace")))
+        except (OSError, ValueError):
+            found.append((f"an unreadable {EPISODE_REWARDS_FILE}", None))
+    progress = output_path(out, PROGRESS_FILE)
+    if os.path.isfile(progress):
+        try:
+            metadata = pq.read_schema(progress).metadata or {}
+            found.append((metadata.get(b"reward_model_path", b"").decode("utf-8", "replace"), None))
+        except (OSError, ValueError):
+            found.append((f"an unreadable {PROGRESS_FILE}", None))
+    low = output_path(out, LOW_SCORE_FILE)
+    if os.path.isfile(low):
+        try:
+            with open(low, encoding="utf-8") as handle:
+                found.append((str(json.load(handle).get("model", "")), None))
+        except (OSError, ValueError, AttributeError):
+            found.append((f"an unreadable {LOW_SCORE_FILE}", None))
+    for other, other_deployment in found:
+        if other != model or (deployment and other_deployment and other_deployment != deployment):
+            return other + (f" ({other_deployment})" if other_deployment and other_deployment != other else "")
+    return None
+
+
+OPTIONAL_OUTPUTS = (PROGRESS_FILE, PROGRESS_PLOT, LOW_SCORE_FILE)
+"""The files a label run writes only in some modes or with some options."""
+
+
+def remove_other_outputs(out: str, written: Sequence[str]) -> list[str]:
+    """Remove the optional outputs in ``out`` that this run did not write (an earlier run's); returns them."""
+    removed = []
+    for name in OPTIONAL_OUTPUTS:
+        path = output_path(out, name)
+        if path not in written and os.path.lexists(path):
+            os.remove(path)
+            removed.append(path)
+    return removed
+
+
 def output_path(out: str, name: str) -> str:
     """A file of the label output folder."""
     return os.path.join(out, name)

@@ -10,11 +10,14 @@
 3. Each row's raw answer is read from the run's ``scenario_state.json`` and parsed by the official rule; the
    outputs (:mod:`~helm_roboreward.robot_data.label_outputs`) are written to ``<out>``.
 
-The source dataset is never written to: ``--out`` (and the working folder) must lie outside it.
+The source dataset is never written to: ``--out`` (and the working folder) must lie outside it. ``--out`` holds
+one model's labels: a folder holding another model's is refused before any work, and an earlier run's files of
+the same model that this run does not write (``--mode prefix`` before, ``episode`` now) are removed.
 """
 
 import dataclasses
 import datetime
+import math
 import os
 import sys
 import time
@@ -29,6 +32,8 @@ from helm_roboreward.robot_data import label_outputs as outputs
 from helm_roboreward.robot_data.helm_outputs import Prediction, RunInfo, predictions_of, roboreward_runs
 from helm_roboreward.robot_data.helm_process import console_script, run_with_progress
 from helm_roboreward.robot_data.importing import CopyRow, ImportRequest, ImportResult, import_lerobot
+from helm_roboreward.robot_data.lerobot_episodes import check_frame_indices, read_episodes
+from helm_roboreward.robot_data.lerobot_format import choose_camera, link_root, read_info
 from helm_roboreward.robot_data.progress import EpisodeProgress, interpolate_progress, score_progress
 
 SUITE = "roboreward-label"
@@ -79,6 +84,8 @@ class LabelResult:
     files: list[str]
     low_score_episodes: list[int] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    """Files of an earlier label run into ``out`` that this run does not write (removed)."""
 
 
 def run_entry(copy: str, subset: str, model: str, deployment: str | None, options: str) -> str:
@@ -104,11 +111,28 @@ def run_entry(copy: str, subset: str, model: str, deployment: str | None, option
 
 
 def _check_outside_source(request: LabelRequest, work: str) -> None:
-    root = os.path.realpath(request.dataset.root)
+    for root in {os.path.realpath(request.dataset.root), link_root(request.dataset.root)}:
+        for what, path in (("--out", request.out), ("--work", work)):
+            if is_inside(os.path.realpath(path), root):
+                raise LabellingError(f"{what} {path} lies inside the dataset {root}; the source dataset is never "
+                                     "modified: give a folder outside it")
     for what, path in (("--out", request.out), ("--work", work)):
-        if is_inside(os.path.realpath(path), root):
-            raise LabellingError(f"{what} {path} lies inside the dataset {root}; the source dataset is never "
-                                 "modified: give a folder outside it")
+        if os.path.islink(path) and not os.path.isdir(path):
+            raise LabellingError(f"{what} {path} is a link to {os.readlink(path)}, which is not a folder; give a "
+                                 "folder (or remove the link)")
+
+
+def _check_request(request: LabelRequest) -> None:
+    if request.mode not in MODES:
+        raise LabellingError(f"--mode {request.mode!r}: use {' or '.join(MODES)}")
+    if request.mode == PREFIX_MODE and request.anchors < 2:
+        raise LabellingError("--mode prefix needs --anchors K with K >= 2 (the last anchor is the whole episode)")
+    if request.low_score is not None and not math.isfinite(request.low_score):
+        raise LabellingError(f"--low-score {request.low_score}: give a finite number (scores run 1..5)")
+    if request.mode == PREFIX_MODE:
+        # The progress file is keyed by the dataset-wide frame index: every episode's range must be its own.
+        info = read_info(request.dataset.root)
+        check_frame_indices(read_episodes(info, choose_camera(info, request.dataset.camera)))
 
 
 def label_episodes(request: LabelRequest, ensure_files: Callable[[list[str]], None] | None = None) -> LabelResult:
@@ -118,13 +142,14 @@ def label_episodes(request: LabelRequest, ensure_files: Callable[[list[str]], No
         LeRobotFormatError, LabelError: Bad data or options (before anything runs).
         LabellingError: helm-run failed, or its outputs lack rows.
     """
-    if request.mode not in MODES:
-        raise LabellingError(f"--mode {request.mode!r}: use {' or '.join(MODES)}")
-    if request.mode == PREFIX_MODE and request.anchors < 2:
-        raise LabellingError("--mode prefix needs --anchors K with K >= 2 (the last anchor is the whole episode)")
     out = os.path.abspath(request.out)
     work = os.path.abspath(request.work or os.path.join(out, "work"))
+    _check_request(request)
     _check_outside_source(request, work)
+    other = outputs.labelling_model(out, request.model, request.deployment)
+    if other is not None:
+        raise LabellingError(f"--out {out} holds the labels of {other}; this run is {request.model}, and its files "
+                             "would sit beside that model's. Give another --out per model (or delete that folder)")
     seconds: dict[str, float] = {}
     started = time.monotonic()
     anchors = request.anchors if request.mode == PREFIX_MODE else 0
@@ -150,12 +175,17 @@ def _run_helm(request: LabelRequest, work: str, entry: str, copy: ImportResult) 
     log = os.path.join(work, HELM_LOG)
     status = run_with_progress(command, work, dict(os.environ), log, len(copy.rows),
                                f"scoring with {request.model}", request.progress)
-    runs = [run for run in roboreward_runs(os.path.join(work, OUTPUT_FOLDER), SUITE)
-            if run.scenario_args.get("data") == copy.out and run.model == request.model
+    failed = f"helm-run exited with status {status} for {entry}"
+    if status != 0:  # its own error, before anything is read from its output folder
+        raise LabellingError(f"{failed}; see its log {log} (last lines):\n{_tail(log)}")
+    try:
+        found = roboreward_runs(os.path.join(work, OUTPUT_FOLDER), SUITE)
+    except DataError:
+        found = []
+    runs = [run for run in found if run.scenario_args.get("data") == copy.out and run.model == request.model
             and (not request.deployment or run.deployment == request.deployment)]
-    if status != 0 or not runs:
-        raise LabellingError(f"helm-run exited with status {status} for {entry}{'' if runs else ' and wrote no run'}; "
-                             f"see its log {log} (last lines):\n{_tail(log)}")
+    if not runs:
+        raise LabellingError(f"{failed} and wrote no run; see its log {log} (last lines):\n{_tail(log)}")
     return max(runs, key=lambda run: os.path.getmtime(os.path.join(run.folder, "scenario_state.json")))
 
 
@@ -216,7 +246,8 @@ def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, run: Run
     if request.low_score is not None:
         files.append(outputs.output_path(out, outputs.LOW_SCORE_FILE))
         low = outputs.write_low_scores(files[-1], request.low_score, scores, request.model)
-    return LabelResult(out, run, entry, scores, files, low)
+    removed = outputs.remove_other_outputs(out, files)
+    return LabelResult(out, run, entry, scores, files, low, removed=removed)
 
 
 def _settings(request: LabelRequest, copy: ImportResult, run: RunInfo, entry: str) -> dict[str, Any]:

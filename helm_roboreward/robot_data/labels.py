@@ -16,7 +16,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.data.rows import DataError, has_visible_character, jsonl_lines
+from helm_roboreward.core.validation import integer_value, reward_value, task_problem
+from helm_roboreward.data.rows import DataError, jsonl_lines
 from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
 from helm_roboreward.robot_data.lerobot_format import SUCCESS_FEATURE, Episode
 
@@ -169,31 +170,29 @@ def _csv_records(text: str, path: str) -> list[tuple[int, object]]:
     return [(reader.line_num, dict(row)) for row in reader]
 
 
-def _integer(value: object, field: str, line: int) -> int:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise LabelError(f"line {line}, field {field!r}: expected an integer, got {value!r}")
-
-
 def _label(record: object, line: int) -> Label:
     if not isinstance(record, dict):
         raise LabelError(f"line {line}: expected an object with episode_index and reward, got {type(record).__name__}")
     for field in ("episode_index", "reward"):
         if record.get(field) in (None, ""):
             raise LabelError(f"line {line}, field {field!r}: missing")
-    episode = _integer(record["episode_index"], "episode_index", line)
-    reward = _integer(record["reward"], "reward", line)
-    if not MIN_SCORE <= reward <= MAX_SCORE:
-        raise LabelError(f"line {line}, field 'reward': {reward} is outside {MIN_SCORE}..{MAX_SCORE} (the rubric's "
-                         "scale)")
+    try:
+        episode = integer_value(record["episode_index"], text=True)
+        if episode < 0:
+            raise ValueError(f"expected an episode index >= 0, got {episode}")
+    except ValueError as problem:
+        raise LabelError(f"line {line}, field 'episode_index': {problem}") from None
+    try:
+        reward = reward_value(record["reward"], text=True)
+    except ValueError as problem:
+        raise LabelError(f"line {line}, field 'reward': {problem} (the rubric's scale)") from None
     task = record.get("task")
     if task in (None, ""):
         return Label(episode, reward, None, line)
-    if not isinstance(task, str) or not has_visible_character(task):
-        raise LabelError(f"line {line}, field 'task': expected the task text, got {task!r}")
-    return Label(episode, reward, task, line)
+    task_issue = task_problem(task)
+    if task_issue:
+        raise LabelError(f"line {line}, field 'task': {task_issue}")
+    return Label(episode, reward, str(task), line)
 
 
 def check_label_episodes(labels: dict[int, Label], dataset: Sequence[Episode], selected: Sequence[Episode],

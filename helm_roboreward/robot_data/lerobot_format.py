@@ -15,6 +15,8 @@ Two layouts, as LeRobot itself writes them (lerobot is not a dependency; these a
   ``episode_chunk = episode_index // chunks_size``.
 
 Every problem raises :class:`LeRobotFormatError` naming the file, the episode or the field, and what to do.
+This module reads ``info.json``, its cameras and path templates; :mod:`~helm_roboreward.robot_data.lerobot_episodes`
+reads the episodes.
 """
 
 import dataclasses
@@ -22,14 +24,15 @@ import glob
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from helm_roboreward.core.files import file_digest
-from helm_roboreward.data.rows import DataError, jsonl_lines
-from helm_roboreward.media.containment import is_inside
+from helm_roboreward.core.validation import frame_rate_problem, integer_value
+from helm_roboreward.data.rows import DataError
+from helm_roboreward.media.containment import UnsafePathError, is_inside, relative_parts
 
 V30 = "v3.0"
 V2_VERSIONS = ("v2.0", "v2.1")
@@ -68,6 +71,8 @@ class Episode:
     """Frames in the episode."""
 
     tasks: tuple[str, ...]
+    """Its task texts (empty: the metadata gives none; a labels file may give it)."""
+
     video_file: str
     """The mp4 holding its frames, relative to the dataset root (``/`` separated)."""
 
@@ -83,6 +88,9 @@ class Episode:
     data_file: str
     """The parquet file holding its frames' rows, relative to the dataset root."""
 
+    where: str = ""
+    """Where its metadata is (``<file>, episode N`` or ``<file>, line N``), for messages."""
+
 
 @dataclasses.dataclass(frozen=True)
 class DatasetInfo:
@@ -93,6 +101,9 @@ class DatasetInfo:
     fps: float
     features: dict[str, Any]
     raw: dict[str, Any]
+    link_root: str = ""
+    """Where a link among its files may lead (the root itself; a hub snapshot: the repository's cache folder,
+    whose ``blobs/`` hold the files its snapshot links to)."""
 
     @property
     def info_path(self) -> str:
@@ -110,20 +121,29 @@ class DatasetInfo:
         return self.codebase_version == V30
 
     def camera(self, key: str) -> Camera:
-        """The camera of a video feature (its ``info`` block; v2.0 calls it ``video_info``)."""
+        """The camera of a video feature (its ``info`` block; v2.0 calls it ``video_info``).
+
+        Raises:
+            LeRobotFormatError: Its size or frame rate is not a number.
+        """
         feature = self.features[key]
         details = feature.get("info") or feature.get("video_info") or {}
-        shape = list(feature.get("shape") or [0, 0, 0])
-        names = list(feature.get("names") or [])
-        height, width = (shape[1], shape[2]) if names[:1] in (["channels"], ["channel"]) else (shape[0], shape[1])
-        return Camera(
-            key=key,
-            width=int(details.get("video.width", width)),
-            height=int(details.get("video.height", height)),
-            codec=str(details.get("video.codec", "unknown")),
-            fps=float(details.get("video.fps", self.fps)),
-            is_depth_map=bool(details.get("video.is_depth_map", False)),
-        )
+        where = f"{self.info_path}, feature {key!r}"
+        try:
+            shape = [integer_value(value) for value in list(feature.get("shape") or [0, 0, 0])]
+            names = list(feature.get("names") or [])
+            height, width = (shape[1], shape[2]) if names[:1] in (["channels"], ["channel"]) else (shape[0], shape[1])
+            width, height = (integer_value(details.get("video.width", width)),
+                             integer_value(details.get("video.height", height)))
+        except (ValueError, IndexError, TypeError) as problem:
+            raise LeRobotFormatError(f"{where}: its frame size (shape, video.width, video.height) is not a pair of "
+                                     f"integers ({problem}); re-download meta/info.json") from None
+        fps = details.get("video.fps", self.fps)
+        rate_problem = frame_rate_problem(fps)
+        if rate_problem:
+            raise LeRobotFormatError(f"{where}, field 'video.fps': {rate_problem}; re-download meta/info.json")
+        return Camera(key=key, width=width, height=height, codec=str(details.get("video.codec", "unknown")),
+                      fps=float(fps), is_depth_map=bool(details.get("video.is_depth_map", False)))
 
 
 def info_path(root: str) -> str:
@@ -140,6 +160,20 @@ def _load_json(path: str) -> Any:
                                  "that contains meta/ (or --repo-id for a hub dataset).") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise LeRobotFormatError(f"{path}: cannot be read as JSON ({error}). Re-download the dataset.") from None
+
+
+def link_root(root: str) -> str:
+    """Where links among a dataset's files may lead: its root, or the repository's cache folder for a snapshot.
+
+    A ``huggingface_hub`` snapshot is ``<repository>/snapshots/<commit>`` beside ``<repository>/blobs``; its files
+    are links into those blobs.
+    """
+    root = os.path.abspath(root)
+    snapshots = os.path.dirname(root)
+    repository = os.path.dirname(snapshots)
+    if os.path.basename(snapshots) == "snapshots" and os.path.isdir(os.path.join(repository, "blobs")):
+        return repository
+    return root
 
 
 def read_info(root: str) -> DatasetInfo:
@@ -163,13 +197,14 @@ def read_info(root: str) -> DatasetInfo:
     if not isinstance(features, dict) or not features:
         raise LeRobotFormatError(f"{path}, field 'features': missing or empty; the dataset lists no features")
     fps = info.get("fps")
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or fps <= 0:
-        raise LeRobotFormatError(f"{path}, field 'fps': expected a positive number, got {fps!r}")
+    problem = frame_rate_problem(fps)
+    if problem or not isinstance(fps, (int, float)):
+        raise LeRobotFormatError(f"{path}, field 'fps': {problem}")
     for template in ("video_path", "data_path"):
         if not isinstance(info.get(template), str):
             raise LeRobotFormatError(f"{path}, field {template!r}: missing; LeRobot writes a path template there")
     return DatasetInfo(root=os.path.abspath(root), codebase_version=str(version), fps=float(fps),
-                       features=features, raw=info)
+                       features=features, raw=info, link_root=link_root(root))
 
 
 def choose_camera(info: DatasetInfo, requested: str | None) -> Camera:
@@ -207,25 +242,8 @@ def choose_camera(info: DatasetInfo, requested: str | None) -> Camera:
     return camera
 
 
-def read_episodes(info: DatasetInfo, camera: Camera) -> list[Episode]:
-    """Every episode of the dataset with its video span for ``camera``, sorted by ``episode_index``.
-
-    Raises:
-        LeRobotFormatError: A metadata file is missing or lacks a field, an episode appears twice, is empty
-            (length 0 or no time span), or a path template leads out of the dataset.
-    """
-    episodes = _v3_episodes(info, camera) if info.is_v3 else _v2_episodes(info, camera)
-    seen: dict[int, Episode] = {}
-    for episode in episodes:
-        if episode.index in seen:
-            raise LeRobotFormatError(f"{info.root}: episode {episode.index} is listed twice in the episode metadata")
-        seen[episode.index] = episode
-    if not seen:
-        raise LeRobotFormatError(f"{info.root}: the episode metadata lists no episodes")
-    return [seen[index] for index in sorted(seen)]
-
-
-def _rows_of_parquet(path: str, columns: Sequence[str], optional: Sequence[str] = ()) -> list[dict[str, Any]]:
+def rows_of_parquet(path: str, columns: Sequence[str], optional: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The rows of a parquet file: ``columns`` (each required) and those of ``optional`` it has."""
     try:
         schema_names = set(pq.read_schema(path).names)
     except (OSError, ValueError) as error:
@@ -238,137 +256,48 @@ def _rows_of_parquet(path: str, columns: Sequence[str], optional: Sequence[str] 
     return list(pq.read_table(path, columns=wanted).to_pylist())
 
 
-def _inside(info: DatasetInfo, relative: str, what: str) -> str:
-    path = os.path.join(info.root, *relative.split("/"))
-    if not is_inside(path, info.root) or ".." in relative.split("/"):
-        raise LeRobotFormatError(f"{info.root}: the {what} path {relative!r} leads out of the dataset folder")
+def _relative(info: DatasetInfo, template_field: str, relative: str, what: str) -> str:
+    """A path a template gave, refused unless it is plain and relative.
+
+    LeRobot's templates name files under the dataset root; an absolute path or ``..`` could read any file of the
+    machine into the copy.
+    """
+    try:
+        relative_parts(relative, what)
+    except UnsafePathError:
+        kind = "is absolute" if relative.startswith("/") else "leads out of the dataset folder"
+        raise LeRobotFormatError(f"{info.info_path}, field {template_field!r}: the {what} path {relative!r} {kind}; "
+                                 "LeRobot's path templates name files under the dataset root (e.g. "
+                                 "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4)") from None
     return relative
 
 
-def _format_path(info: DatasetInfo, template_field: str, what: str, **values: Any) -> str:
+def dataset_file(info: DatasetInfo, relative: str) -> str:
+    """The absolute path of a dataset file (``relative``: checked by the template rule), before it is read.
+
+    The path is checked where it sits under the root, not where links lead: a hub snapshot's files are links into
+    its repository's ``blobs/`` (``huggingface_hub``'s cache). A link (of the file or a folder above it) is
+    followed only when it leads inside :attr:`DatasetInfo.link_root`.
+
+    Raises:
+        LeRobotFormatError: The path, with its links followed, leaves :attr:`DatasetInfo.link_root`.
+    """
+    path = os.path.join(info.root, *relative.split("/"))
+    if os.path.lexists(path) and not is_inside(path, info.link_root):
+        raise LeRobotFormatError(f"{path}: a link to {os.path.realpath(path)}, outside the dataset folder "
+                                 f"{info.link_root}; replace the link with the file itself")
+    return path
+
+
+def format_path(info: DatasetInfo, template_field: str, what: str, **values: Any) -> str:
+    """A path template of ``info.json`` filled in, refused unless it names a file under the root."""
     template = str(info.raw[template_field])
     try:
         relative = template.format(**values)
     except (KeyError, IndexError, ValueError) as error:
         raise LeRobotFormatError(f"{info.info_path}, field {template_field!r}: "
                                  f"{template!r} cannot be filled ({error})") from None
-    return _inside(info, relative, what)
-
-
-def _tasks(value: Any, where: str) -> tuple[str, ...]:
-    tasks = [value] if isinstance(value, str) else list(value or [])
-    if not tasks or not all(isinstance(task, str) and task.strip() for task in tasks):
-        raise LeRobotFormatError(f"{where}, field 'tasks': expected the episode's task text(s), got {value!r}; "
-                                 "give the task in the labels file (column 'task')")
-    return tuple(tasks)
-
-
-def _check_span(episode: Episode, where: str) -> Episode:
-    if episode.length <= 0 or episode.to_timestamp <= episode.from_timestamp:
-        raise LeRobotFormatError(
-            f"{where}, episode {episode.index}: zero-length episode (length {episode.length}, video "
-            f"{episode.from_timestamp:g}..{episode.to_timestamp:g} s); leave it out with --episodes")
-    return episode
-
-
-def _v3_episodes(info: DatasetInfo, camera: Camera) -> list[Episode]:
-    files = sorted(glob.glob(os.path.join(info.root, *EPISODES_GLOB.split("/"))))
-    if not files:
-        raise LeRobotFormatError(f"{info.root}: no {EPISODES_GLOB} files; a v3.0 dataset keeps its episode "
-                                 "metadata there. Re-download the dataset (meta/ folder).")
-    prefix = f"videos/{camera.key}/"
-    columns = ["episode_index", "length", "tasks", prefix + "chunk_index", prefix + "file_index",
-               prefix + "from_timestamp", prefix + "to_timestamp"]
-    optional = ["dataset_from_index", "data/chunk_index", "data/file_index"]
-    episodes: list[Episode] = []
-    numbered_by_dataset = True
-    for path in files:
-        for row in _rows_of_parquet(path, columns, optional):
-            numbered_by_dataset = numbered_by_dataset and row.get("dataset_from_index") is not None
-            index = int(row["episode_index"])
-            where = f"{path}, episode {index}"
-            video = _format_path(info, "video_path", "video", video_key=camera.key,
-                                 chunk_index=int(row[prefix + "chunk_index"]),
-                                 file_index=int(row[prefix + "file_index"]))
-            data = _format_path(info, "data_path", "data", chunk_index=int(row.get("data/chunk_index") or 0),
-                                file_index=int(row.get("data/file_index") or 0))
-            episodes.append(_check_span(Episode(
-                index=index, length=int(row["length"]), tasks=_tasks(row["tasks"], where), video_file=video,
-                from_timestamp=float(row[prefix + "from_timestamp"]), to_timestamp=float(row[prefix + "to_timestamp"]),
-                first_frame_index=int(row.get("dataset_from_index") or 0), data_file=data), path))
-    return episodes if numbered_by_dataset else _with_cumulative_indices(episodes)
-
-
-def _with_cumulative_indices(episodes: Iterable[Episode]) -> list[Episode]:
-    """Global frame indices as LeRobot numbers them: episodes in order, frames back to back."""
-    out, start = [], 0
-    for episode in sorted(episodes, key=lambda item: item.index):
-        out.append(dataclasses.replace(episode, first_frame_index=start))
-        start += episode.length
-    return out
-
-
-def _v2_episodes(info: DatasetInfo, camera: Camera) -> list[Episode]:
-    path = os.path.join(info.root, *EPISODES_JSONL.split("/"))
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = jsonl_lines(handle.read())
-    except FileNotFoundError:
-        raise LeRobotFormatError(f"{path}: not found; a {info.codebase_version} dataset lists its episodes there. "
-                                 "Re-download the dataset (meta/ folder).") from None
-    chunks_size = int(info.raw.get("chunks_size") or DEFAULT_CHUNKS_SIZE)
-    episodes: list[Episode] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            index, length = int(row["episode_index"]), int(row["length"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-            raise LeRobotFormatError(f"{path}, line {number}: expected an object with 'episode_index', 'tasks' and "
-                                     f"'length' ({type(error).__name__}: {error})") from None
-        where = f"{path}, line {number}"
-        chunk = index // chunks_size
-        video = _format_path(info, "video_path", "video", episode_chunk=chunk, video_key=camera.key,
-                             episode_index=index)
-        data = _format_path(info, "data_path", "data", episode_chunk=chunk, episode_index=index)
-        episodes.append(_check_span(Episode(
-            index=index, length=length, tasks=_tasks(row.get("tasks"), where), video_file=video,
-            from_timestamp=0.0, to_timestamp=length / camera.fps, first_frame_index=0, data_file=data), where))
-    return _with_cumulative_indices(episodes)
-
-
-def read_success_flags(info: DatasetInfo, episodes: Sequence[Episode]) -> dict[int, bool]:
-    """``next.success`` of each episode's last frame (the largest ``frame_index``).
-
-    Raises:
-        LeRobotFormatError: The dataset has no ``next.success`` feature, a data file is missing, or an episode
-            has no rows in its data file.
-    """
-    if SUCCESS_FEATURE not in info.features:
-        raise LeRobotFormatError(f"{info.info_path}: the dataset has no "
-                                 f"{SUCCESS_FEATURE!r} feature; give the labels with --labels FILE instead")
-    wanted = {episode.index for episode in episodes}
-    last: dict[int, tuple[int, bool]] = {}
-    for relative in dict.fromkeys(episode.data_file for episode in episodes):
-        path = os.path.join(info.root, *relative.split("/"))
-        if not os.path.isfile(path):
-            raise LeRobotFormatError(f"{path}: data file not found (needed for {SUCCESS_FEATURE}); re-download the "
-                                     "dataset's data/ folder")
-        for row in _rows_of_parquet(path, ["episode_index", "frame_index", SUCCESS_FEATURE]):
-            index = int(row["episode_index"])
-            if index not in wanted:
-                continue
-            value = row[SUCCESS_FEATURE]
-            flag = bool(value[0] if isinstance(value, list) and value else value)
-            frame = int(row["frame_index"])
-            if index not in last or frame > last[index][0]:
-                last[index] = (frame, flag)
-    missing = sorted(wanted - set(last))
-    if missing:
-        raise LeRobotFormatError(f"{info.root}: episode(s) {', '.join(map(str, missing[:10]))} have no rows in their "
-                                 f"data files, so {SUCCESS_FEATURE} is unknown; re-download the data/ folder")
-    return {index: flag for index, (_, flag) in last.items()}
+    return _relative(info, template_field, relative, what)
 
 
 def metadata_fingerprint(info: DatasetInfo) -> str:

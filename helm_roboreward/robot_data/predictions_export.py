@@ -9,17 +9,18 @@ read from under the output folder).
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from helm_roboreward.data.rows import DataError
+from helm_roboreward.media.containment import UnsafePathError, relative_parts, require_inside
 from helm_roboreward.media.viewer import viewer_relative_path
+from helm_roboreward.presentation.export import MEDIA_TYPES
 from helm_roboreward.protocol import PROMPT_VERSION
+from helm_roboreward.robot_data.export_files import FORMATS, PARQUET, check_export_target, push, write_export
 from helm_roboreward.robot_data.helm_outputs import RunInfo, predictions_of, roboreward_runs
 
-PARQUET = "parquet"
-DISK = "disk"
-FORMATS = (PARQUET, DISK)
 MEDIA_COLUMN = "media_bytes"
 
 
@@ -42,28 +43,61 @@ def features(include_media: bool) -> Any:
     return datasets.Features(columns)
 
 
-def _media_bytes(output_path: str, locations: tuple[str, ...]) -> list[bytes]:
+_MEDIA_FIX = ("--include-media embeds only the frames and videos helm-run wrote under --output-path: export from "
+              "the folder helm-run ran in, with helm-run's -o as --output-path (rerun the run if its "
+              "scenario_state.json was edited), or leave out --include-media")
+
+
+def _media_file(output_path: str, content_type: str, location: str) -> str:
+    """The file under ``output_path`` a recorded media location names (export-media's rule).
+
+    These bytes may be published (``--push-to-hub``), so nothing outside ``output_path`` is read.
+
+    Raises:
+        DataError: The location is outside a ``benchmark_output`` folder, has ``..`` or an empty component, leads
+            out of ``output_path`` through a link, is not a media file, or does not exist.
+    """
+    try:
+        relative = viewer_relative_path(location)
+    except ValueError as problem:
+        raise DataError(f"media location {problem}; {_MEDIA_FIX}") from None
+    try:
+        parts = relative_parts(relative, f"media location {location}: the path")
+    except UnsafePathError as problem:
+        raise DataError(f"{problem}; {_MEDIA_FIX}") from None
+    try:
+        path = require_inside(os.path.join(output_path, *parts), output_path, f"media location {location}: file",
+                              _MEDIA_FIX)
+    except UnsafePathError as problem:
+        raise DataError(str(problem)) from None
+    family = MEDIA_TYPES.get(os.path.splitext(path)[1].lower())
+    if family is None or not content_type.startswith(family):
+        raise DataError(f"media location {location} (recorded as {content_type}): not a media file "
+                        f"({', '.join(sorted(MEDIA_TYPES))} recorded as image/ or video/); {_MEDIA_FIX}")
+    if not os.path.isfile(path):
+        raise DataError(f"media location {location}: the file {path} is not under {output_path}; {_MEDIA_FIX}")
+    return path
+
+
+def _media_bytes(output_path: str, media: Sequence[tuple[str, str]]) -> list[bytes]:
     data = []
-    for location in locations:
-        try:
-            path = os.path.join(output_path, *viewer_relative_path(location).split("/"))
-        except ValueError:
-            path = location
-        if not os.path.isfile(path):
-            raise DataError(f"{location}: the media file is not under {output_path}; export from the folder helm-run "
-                            "ran in, or leave out --include-media")
-        with open(path, "rb") as handle:
+    for content_type, location in media:
+        with open(_media_file(output_path, content_type, location), "rb") as handle:
             data.append(handle.read())
     return data
 
 
-def prediction_records(output_path: str, suite: str, include_media: bool = False) -> Iterator[dict[str, Any]]:
-    """One record per instance of every RoboReward run of the suite.
+def prediction_records(output_path: str, suite: str, include_media: bool = False,
+                       unfinished: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """One record per instance of every finished RoboReward run of the suite.
+
+    ``unfinished`` receives the folders of the suite's RoboReward runs that have no ``scenario_state.json``.
 
     Raises:
-        DataError: The suite does not exist or holds no RoboReward run.
+        DataError: The suite does not exist or holds no finished RoboReward run, a run's files are damaged, or a
+            media location is refused.
     """
-    runs = roboreward_runs(output_path, suite)
+    runs = roboreward_runs(output_path, suite, unfinished)
     if not runs:
         raise DataError(f"--suite {suite}: no finished RoboReward run under {os.path.join(output_path, 'runs', suite)}")
     for run in runs:
@@ -83,43 +117,55 @@ def _run_records(run: RunInfo, output_path: str, include_media: bool) -> Iterato
             "media": list(prediction.media),
         }
         if include_media:
-            record[MEDIA_COLUMN] = _media_bytes(output_path, prediction.media)
+            record[MEDIA_COLUMN] = _media_bytes(output_path, list(zip(prediction.media_types, prediction.media,
+                                                                      strict=True)))
         yield record
 
 
-def predictions_dataset(output_path: str, suite: str, include_media: bool = False) -> Any:
-    """The suite's predictions as a ``datasets.Dataset``."""
+def predictions_dataset(output_path: str, suite: str, include_media: bool = False,
+                        unfinished: list[str] | None = None) -> Any:
+    """The suite's predictions as a ``datasets.Dataset`` (``unfinished``: see :func:`prediction_records`)."""
     import datasets
 
-    records = list(prediction_records(output_path, suite, include_media))
+    records = list(prediction_records(output_path, suite, include_media, unfinished))
     return datasets.Dataset.from_list(records, features=features(include_media))
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote, and which runs of the suite it could not include."""
+
+    count: int
+    where: list[str]
+    unfinished: list[str] = field(default_factory=list)
+    """Folders of the suite's RoboReward runs without ``scenario_state.json`` (failed or still running)."""
 
 
 def export_predictions(output_path: str, suite: str, out: str | None = None, output_format: str = PARQUET,
                        push_to_hub: str | None = None, private: bool = False, include_media: bool = False,
-                       token: str | None = None) -> tuple[int, list[str]]:
+                       token: str | None = None) -> ExportResult:
     """Write the predictions (``out`` as parquet or a ``save_to_disk`` folder) and/or push them to the hub.
 
-    Returns:
-        The number of rows and where they went.
+    ``out`` is written whole or not at all (a temporary sibling renamed into place). It may be new, or an earlier
+    export of the same format (replaced); nothing else is overwritten, and nothing is written under
+    ``<output_path>/runs`` (helm-run's run folders).
 
     Raises:
-        DataError: No runs, an unknown format, or nothing to do.
+        DataError: No runs, an unknown format, nothing to do, an ``out`` that is refused, or a failed push.
     """
     if output_format not in FORMATS:
         raise DataError(f"--format {output_format!r}: use {' or '.join(FORMATS)}")
     if out is None and push_to_hub is None:
         raise DataError("give --out PATH (a parquet file; a folder with --format disk) and/or --push-to-hub ORG/NAME")
-    dataset = predictions_dataset(output_path, suite, include_media)
+    if out is not None:
+        check_export_target(out, output_format, output_path)
+    unfinished: list[str] = []
+    dataset = predictions_dataset(output_path, suite, include_media, unfinished)
     where = []
     if out is not None:
-        if output_format == PARQUET:
-            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-            dataset.to_parquet(out)
-        else:
-            dataset.save_to_disk(out)
+        write_export(dataset, out, output_format)
         where.append(out)
     if push_to_hub is not None:
-        dataset.push_to_hub(push_to_hub, private=private, token=token)
+        push(dataset, push_to_hub, private, token, out)
         where.append(f"hub dataset {push_to_hub}")
-    return len(dataset), where
+    return ExportResult(len(dataset), where, unfinished)

@@ -128,6 +128,7 @@ def test_a_changed_label_is_named_by_kind(published: RealPatternCopy, tmp_path: 
 def test_a_missing_subset_is_named(published: RealPatternCopy, tmp_path: Path) -> None:
     root = changed_copy(published, tmp_path / "c", lambda records: [r for r in records
                                                                     if not r["file_name"].startswith("viola/")])
+    shutil.rmtree(root / "test" / "viola")  # its videos too: else they are videos no row lists
     differences = audit_of(root).differences
     assert differences[1:] == ["missing subsets (1 of 23): viola"]  # split totals need viola: not compared
 
@@ -208,3 +209,19 @@ def test_published_constants_add_up() -> None:
     assert by_label == [689, 641, 556, 418, 527]
     ladder_relabels = sum(n * videos for n, videos in PUBLISHED_LADDERS.items())
     assert ladder_relabels + PUBLISHED_RELABELS_WITHOUT_ORIGINAL == 669
+
+
+def test_a_video_no_row_lists_is_a_problem(tmp_path: Path, capsys) -> None:
+    copy = make_real_pattern_copy(tmp_path)
+    listed = sorted((tmp_path / "test").rglob("*.mp4"))[0]
+    stray = listed.parent / "not_in_the_metadata.mp4"
+    shutil.copyfile(listed, stray)
+    relative = stray.relative_to(tmp_path / "test").as_posix()
+    audit = audit_of(tmp_path)
+    assert audit.unlisted == [relative]
+    assert (f"1 video file(s) under {tmp_path / 'test'} that no row of metadata.jsonl lists, so no run reads them: "
+            f"{relative}. Remove them, or add their rows") in audit.differences
+    other = next(subset for subset in copy.subsets() if subset != relative.split("/")[0])
+    assert audit_of(tmp_path, [other]).unlisted == []  # only the audited subsets' folders are searched
+    assert cli.main(["audit", "--data", str(tmp_path)]) == 1
+    assert "no run reads them" in capsys.readouterr().out

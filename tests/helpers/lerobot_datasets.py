@@ -208,6 +208,18 @@ def edit_v3_episode(root: Path, episode_index: int, **columns: Any) -> None:
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 
 
+def set_v3_episode_values(root: Path, episode: int, **columns: Any) -> None:
+    """Set columns of one episode's row in a v3.0 dataset's episode metadata, keeping the schema (a None is a
+    real null, a float NaN stays NaN; :func:`edit_v3_episode` goes through pandas, which turns nulls into NaN)."""
+    path = Path(root) / "meta" / "episodes" / "chunk-000" / "file-000.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    for row in rows:
+        if row["episode_index"] == episode:
+            row.update(columns)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+
+
 # --------------------------------------------------------------------------- checking a cut
 
 

@@ -15,7 +15,8 @@ import av
 import pytest
 
 from helm_roboreward.robot_data.episode_clips import ClipTarget, EpisodeVideoError, cut_episode
-from helm_roboreward.robot_data.lerobot_format import Episode, choose_camera, read_episodes, read_info
+from helm_roboreward.robot_data.lerobot_episodes import read_episodes
+from helm_roboreward.robot_data.lerobot_format import Episode, choose_camera, read_info
 from tests.helpers.lerobot_datasets import (
     EpisodeSpec,
     default_episodes,

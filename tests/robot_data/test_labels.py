@@ -58,14 +58,21 @@ def test_every_invalid_label_is_listed(tmp_path: Path) -> None:
     path.write_text("\n".join([
         '{"episode_index": 0, "reward": 6}', '{"episode_index": 1, "reward": 0}', '{"episode_index": 2}',
         '{"episode_index": 3, "reward": true}', '{"episode_index": 4, "reward": 2.5}',
-        '{"episode_index": 5, "reward": 3}', '{"episode_index": 5, "reward": 4}', '[1, 2]']) + "\n", encoding="utf-8")
+        '{"episode_index": 5, "reward": 3}', '{"episode_index": 5, "reward": 4}', '[1, 2]',
+        '{"episode_index": 6, "reward": "\u00b3"}', '{"episode_index": "--1", "reward": 3}',
+        '{"episode_index": 7, "reward": 3, "task": "\u200b\u2060"}']) + "\n", encoding="utf-8")
     with pytest.raises(LabelError) as caught:
         read_labels(str(path))
     message = str(caught.value)
-    assert "7 invalid label(s)" in message
+    assert "10 invalid label(s)" in message and "Traceback" not in message
     for expected in ("line 1, field 'reward': 6 is outside 1..5", "line 2, field 'reward': 0 is outside 1..5",
-                     "line 3, field 'reward': missing", "line 4, field 'reward': expected an integer, got True",
-                     "line 5, field 'reward': expected an integer, got 2.5",
+                     "line 3, field 'reward': missing", "line 4, field 'reward': expected an integer 1..5, got True",
+                     "line 5, field 'reward': expected an integer 1..5, got 2.5",
+                     # ASCII digits only: "³".isdigit() is true, and int("³") or int("--1") used to raise
+                     "line 9, field 'reward': expected an integer 1..5, got '³'",
+                     "line 10, field 'episode_index': expected an integer, got '--1'",
+                     # the rule roboreward prepare applies to a row's task (core/validation.py)
+                     "line 11, field 'task': has no visible characters",
                      "line 7, field 'episode_index': episode 5 is already labelled on line 6",
                      "line 8: expected an object"):
         assert expected in message

@@ -4,13 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from helm_roboreward.robot_data.lerobot_episodes import read_episodes, read_success_flags
 from helm_roboreward.robot_data.lerobot_format import (
     LeRobotFormatError,
     choose_camera,
     metadata_fingerprint,
-    read_episodes,
     read_info,
-    read_success_flags,
 )
 from tests.helpers.lerobot_datasets import (
     CAMERA,

@@ -39,7 +39,8 @@ def instances_of_suite(sample_suite: SampleSuite) -> dict[tuple[str, str], tuple
 
 def test_every_prediction_of_the_suite_is_a_row(sample_suite: SampleSuite, tmp_path: Path) -> None:
     out = tmp_path / "predictions.parquet"
-    count, where = export_predictions(str(sample_suite.output), SUITE, str(out))
+    result = export_predictions(str(sample_suite.output), SUITE, str(out))
+    count, where = result.count, result.where
     expected = instances_of_suite(sample_suite)
     assert count == len(expected) > 0 and where == [str(out)]
     table = datasets.Dataset.from_parquet(str(out))
@@ -59,7 +60,8 @@ def test_every_prediction_of_the_suite_is_a_row(sample_suite: SampleSuite, tmp_p
 
 
 def test_save_to_disk_and_media_bytes(sample_suite: SampleSuite, tmp_path: Path) -> None:
-    count, _ = export_predictions(str(sample_suite.output), SUITE, str(tmp_path / "disk"), "disk", include_media=True)
+    count = export_predictions(str(sample_suite.output), SUITE, str(tmp_path / "disk"), "disk",
+                               include_media=True).count
     loaded = datasets.load_from_disk(str(tmp_path / "disk"))
     assert len(loaded) == count and "media_bytes" in loaded.column_names
     first = loaded[0]
