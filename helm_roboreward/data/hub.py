@@ -28,6 +28,7 @@ from huggingface_hub.utils import (
     RevisionNotFoundError,
 )
 
+from helm_roboreward.data.hub_timeouts import limit_hub_requests
 from helm_roboreward.protocol import DATASET_ID, DATASET_REVISION, METADATA_FILE, TEST_SPLIT
 
 logger = logging.getLogger(__name__)
@@ -198,7 +199,8 @@ def _is_hub_down(error: BaseException) -> bool:
 
 def _list_remote_test_folder(api: HfApi, target: _Target) -> _RemoteTestFolder:
     """Resolve the revision to a commit and list the subset folders under ``test/``."""
-    info = api.repo_info(target.repo_id, repo_type=REPO_TYPE, revision=target.revision)
+    # A hub that accepts and never answers must not hang helm-run: repo_info passes its own timeout (None: none).
+    info = api.repo_info(target.repo_id, repo_type=REPO_TYPE, revision=target.revision, timeout=limit_hub_requests())
     if info.sha is None:
         raise HubDownloadError(f"The hub at {target.hub_url} did not return a commit for revision '{target.revision}'.")
     try:
@@ -247,6 +249,7 @@ def _snapshot(target: _Target, wanted: tuple[str, ...] | None, offline_cause: Ba
             token=target.token,
             allow_patterns=_allow_patterns(wanted),
             local_files_only=offline_cause is not None,
+            etag_timeout=limit_hub_requests(),
         )
     except _network_error_types() + (OSError,) as error:
         raise _translate(error, target, offline_cause) from error

@@ -4,12 +4,12 @@ import hashlib
 import json
 import os
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from helm_roboreward.core.validation import reward_value, task_problem
 from helm_roboreward.data.naming import CLIP_NAME, OXE_EPISODE_NAME, clip_name_score, cluster_of, episode_of
-from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
+from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, MAX_SCORE, METADATA_FILE, TEST_SPLIT, subset_info
 
 MAX_REPORTED_PROBLEMS = 20
 
@@ -17,9 +17,6 @@ NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL = "natural", "clip", "counterfactual", "
 KINDS = (NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL)
 """Augmentation kinds (docs/protocol.md, section 1); the dataset has no field for them, they are inferred."""
 
-# Characters that draw nothing: controls, format characters, separators, and blank letters of other categories.
-_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
-_BLANK_CHARACTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
 _JSON_WHITESPACE = " \t\r"  # what may surround a JSON value on one line (RFC 8259)
 
 
@@ -94,16 +91,6 @@ def clip_label_problem(row: MetadataRow) -> str | None:
     return (f"line {row.line}, field 'reward': {row.file_name!r} is a temporal clip named score {named}, but its "
             f"reward is {row.reward}; a clip's name score is its label in the test split. Correct the reward or "
             "the file name, or re-download the metadata and this video")
-
-
-def has_visible_character(text: str) -> bool:
-    """True when ``text`` holds at least one character that is drawn (not whitespace, not zero-width)."""
-    return any(
-        not character.isspace()
-        and character not in _BLANK_CHARACTERS
-        and unicodedata.category(character) not in _INVISIBLE_CATEGORIES
-        for character in text
-    )
 
 
 def jsonl_lines(text: str) -> list[str]:
@@ -199,17 +186,13 @@ def _parse_row(line: str, number: int) -> MetadataRow:
     if not isinstance(file_name, str):
         raise DataError(f"line {number}, field 'file_name': expected a string, got {type(file_name).__name__}")
     _check_file_name(file_name, number)
-    if not isinstance(task, str) or not task:
-        raise DataError(f"line {number}, field 'task': expected a non-empty string, got {task!r}")
-    if not has_visible_character(task):
-        raise DataError(
-            f"line {number}, field 'task': has no visible characters ({task!r}: only whitespace or zero-width "
-            "characters such as U+200B or U+FEFF); write the robot's task instruction"
-        )
-    if isinstance(reward, bool) or not isinstance(reward, int):
-        raise DataError(f"line {number}, field 'reward': expected an integer {MIN_SCORE}..{MAX_SCORE}, got {reward!r}")
-    if not MIN_SCORE <= reward <= MAX_SCORE:
-        raise DataError(f"line {number}, field 'reward': {reward} is outside {MIN_SCORE}..{MAX_SCORE}")
+    problem = task_problem(task)  # the rules import-lerobot and label apply too
+    if problem:
+        raise DataError(f"line {number}, field 'task': {problem}")
+    try:
+        reward = reward_value(reward)
+    except ValueError as error:
+        raise DataError(f"line {number}, field 'reward': {error}") from None
     return MetadataRow(line=number, file_name=file_name, task=task, reward=reward)
 
 

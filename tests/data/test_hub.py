@@ -19,6 +19,7 @@ from helm_roboreward.data.hub import DownloadedSplit, HubDownloadError, download
 from helm_roboreward.protocol import DATASET_ID
 from tests.helpers.fakes import unused_port
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo, make_commit_sha
+from tests.helpers.fakes.silent import SilentServer
 
 SHA_MAIN = make_commit_sha("main")
 SHA_V0 = make_commit_sha("v0")
@@ -206,6 +207,19 @@ def test_unreachable_hub_without_cache_raises_a_helpful_error(cache_dir: str) ->
     for hint in ("data=<local path>", "data=sample", "pre-download", "HF_ENDPOINT", "hf download"):
         assert hint in message
     assert ENV_TOKEN not in message
+
+
+def test_a_hub_that_never_answers_fails_in_bounded_time(cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub endpoint that accepts and stays silent: every request has a limit (``ROBOREWARD_HUB_TIMEOUT``)."""
+    monkeypatch.setenv("ROBOREWARD_HUB_TIMEOUT", "1")
+    silent = SilentServer()
+    started = time.monotonic()
+    try:
+        with pytest.raises(HubDownloadError, match="could not be reached"):
+            download_test_split(["bridge"], cache_dir=cache_dir, endpoint=silent.url)
+    finally:
+        silent.close()
+    assert time.monotonic() - started < 90 and silent.accepted  # huggingface_hub retries with a backoff
 
 
 @pytest.mark.parametrize("revision", ["main", SHA_MAIN])

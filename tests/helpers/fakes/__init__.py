@@ -5,7 +5,8 @@
   (vLLM / OpenAI-compatible chat completions), :mod:`.openai_responses` (OpenAI Responses),
   :mod:`.anthropic_messages` (Anthropic Messages), :mod:`.gemini` (Gemini ``generateContent``);
 - :mod:`.exchange`: what they share (:class:`Recorded`, :class:`Reply`, :class:`Part`, behaviours);
-- :mod:`.hf_hub`: the Hugging Face Hub's HTTP API serving local folders as repositories.
+- :mod:`.hf_hub`: the Hugging Face Hub's HTTP API serving local folders as repositories;
+- :mod:`.silent`: a server that accepts connections and never answers (time limits).
 """
 
 from tests.helpers.fakes.anthropic_messages import MESSAGES
