@@ -62,6 +62,7 @@ SYSTEM_COMPONENTS = {
     "a browser (chromium, chromedriver)": re.compile(r"chrom", re.IGNORECASE),
     "Slurm": re.compile(r"slurm", re.IGNORECASE),
     "FFmpeg's shared libraries (torchcodec)": re.compile(r"ffmpeg|torchcodec", re.IGNORECASE),
+    "TeX Live (pdflatex)": re.compile(r"pdflatex|texlive", re.IGNORECASE),
 }
 """What a skip reason names when a system package would let the test run (the packages .ci/run installs)."""
 
