@@ -36,4 +36,15 @@ __all__ = [
     "score_prediction",
     "select_frame_indices",
     "__version__",
+    "Reward",
+    "RewardModel",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``RewardModel`` and ``Reward`` load on first use: importing the package stays free of HELM."""
+    if name in ("Reward", "RewardModel"):
+        from helm_roboreward.reward import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

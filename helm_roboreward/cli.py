@@ -143,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="macro MAE with bootstrap CIs, pairwise tests, tables and plots")
     add_report_options(report)
     report.set_defaults(handler=run_report)
+    from helm_roboreward.presentation.publish.command import add_publish_options, run_publish
+
+    publish = commands.add_parser("publish", help="the Hub's eval results per model (refused when not comparable), "
+                                  "the dataset's eval.yaml, pull requests (docs/publishing.md)")
+    add_publish_options(publish)
+    publish.set_defaults(handler=run_publish)
     files = commands.add_parser("files", help="write the schema, run-entry confs and prod_env/ model files",
                                 description="Write static/schema_roboreward.yaml, run_specs/*.conf and "
                                 "prod_env/model_*.yaml into a folder (after a pip install there is no checkout).")
@@ -156,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     from helm_roboreward.robot_data.commands import add_robot_data_commands
 
     add_robot_data_commands(commands)  # import-lerobot, label, export-predictions (docs/own_robot_data.md)
+    from helm_roboreward.reward.command import add_serve_arguments
+
+    serve = commands.add_parser("serve", help="serve a model as a reward over HTTP, with the benchmark's exact "
+                                "protocol (docs/reward_api.md; pip install 'helm-roboreward[serve]')")
+    add_serve_arguments(serve)
     return parser
 
 
@@ -396,8 +407,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"roboreward {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"roboreward {args.command}: interrupted; finished videos stay cached, rerun to continue.",
-              file=sys.stderr)
+        # A command that keeps nothing of an interrupted run says so with its parser's interrupted= default.
+        said = getattr(args, "interrupted", "interrupted; finished videos stay cached, rerun to continue.")
+        print(f"roboreward {args.command}: {said}", file=sys.stderr)
         return 130
 
 

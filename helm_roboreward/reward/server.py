@@ -1,0 +1,348 @@
+"""``roboreward serve``: a reward model over HTTP (Starlette on uvicorn), with the benchmark's exact protocol.
+
+``POST /v1/score`` and ``POST /v1/score_batch`` (JSON: task and an mp4 or frames as base64, or a path under
+``--allowed-root``), ``GET /v1/model`` and ``GET /healthz``. Model calls run in threads, at most
+``max_concurrency`` at once; beyond that ``max_queue`` items wait, and more get 503 with ``Retry-After``. Bodies
+over ``max_body_bytes`` get 413, bad fields 400 naming the field, and a failed model request ``failed: true`` (never
+a score). With a token every ``/v1`` route needs ``Authorization: Bearer <token>``. Formats, errors and
+security: docs/reward_api.md.
+"""
+
+import base64
+import binascii
+import hmac
+import io
+import ipaddress
+import os
+import socket
+import stat
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import anyio
+import numpy as np
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from helm_roboreward.media.containment import is_inside
+from helm_roboreward.reward.api import Reward, RewardModel, failed_reward
+from helm_roboreward.reward.inputs import Frames, RewardInputError, check_frames, check_task
+
+DEFAULT_PORT = 8100
+MEBIBYTE = 1 << 20
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Back-pressure and size limits."""
+
+    max_concurrency: int = 8
+    """Model requests in flight at once (each a worker thread)."""
+    max_queue: int = 64
+    """Items waiting for a worker; beyond them a request gets 503 and ``Retry-After``."""
+    max_body_bytes: int = 256 * MEBIBYTE
+    retry_after_seconds: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("max_concurrency", "max_body_bytes", "retry_after_seconds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_queue < 0:
+            raise ValueError(f"max_queue must be 0 or more, got {self.max_queue}")
+
+    @property
+    def capacity(self) -> int:
+        """Items the server holds at once (running and waiting)."""
+        return self.max_concurrency + self.max_queue
+
+
+class _RefusedError(Exception):
+    """An HTTP error answer: status, the field at fault (or None) and the message."""
+
+    def __init__(self, status: int, field: str | None, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.field, self.message, self.headers = status, field, message, headers or {}
+
+
+def _error(status: int, field: str | None, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"field": field, "message": message}}, status_code=status, headers=headers)
+
+
+def _b64(value: object, field: str) -> bytes:
+    if not isinstance(value, str):
+        raise RewardInputError(field, "must be a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise RewardInputError(field, "is not valid base64") from None
+
+
+def _image(data: bytes, field: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return np.asarray(image.convert("RGB"))
+    except (UnidentifiedImageError, OSError, ValueError) as error:
+        raise RewardInputError(field, f"is not an image PIL can read ({error})") from None
+
+
+class ItemReader:
+    """Turns one JSON item into ``(task, video, fps)`` for :meth:`RewardModel.score`; paths stay under a root."""
+
+    VIDEO_KEYS = ("mp4_base64", "path", "frames_base64", "images_base64")
+
+    def __init__(self, allowed_root: str | None) -> None:
+        self.allowed_root = os.path.realpath(allowed_root) if allowed_root else None
+
+    def read(self, item: object) -> tuple[str, Any, float | None]:
+        """Raises :class:`RewardInputError` naming the field."""
+        if not isinstance(item, dict):
+            raise RewardInputError("body", "must be a JSON object with task and video")
+        unknown = sorted(set(item) - {"task", "video", "fps"})
+        if unknown:
+            raise RewardInputError(unknown[0], "is not a field; give task, video (and fps for frames)")
+        task = check_task(item.get("task"))
+        video = item.get("video")
+        if not isinstance(video, dict):
+            raise RewardInputError("video", f"must be an object with one of {', '.join(self.VIDEO_KEYS)}")
+        given = [key for key in self.VIDEO_KEYS if key in video]
+        extra = sorted(set(video) - {*self.VIDEO_KEYS, "shape"})
+        if len(given) != 1 or extra:
+            raise RewardInputError("video", f"must hold exactly one of {', '.join(self.VIDEO_KEYS)} (got "
+                                            f"{', '.join(sorted(video)) or 'none'})")
+        kind, fps = given[0], item.get("fps")
+        if kind in ("mp4_base64", "path") and fps is not None:
+            raise RewardInputError("fps", "applies to frames only; an mp4 carries its own frame rate")
+        if kind == "mp4_base64":
+            return task, _b64(video[kind], "video.mp4_base64"), None
+        if kind == "path":
+            return task, self._path(video[kind]), None
+        if kind == "frames_base64":
+            return task, self._raw_frames(video, fps), None
+        images = video[kind]
+        if not isinstance(images, list):
+            raise RewardInputError("video.images_base64", "must be a list of base64 PNG or JPEG images")
+        arrays = [_image(_b64(data, f"video.images_base64[{i}]"), f"video.images_base64[{i}]")
+                  for i, data in enumerate(images)]
+        return task, check_frames(arrays, fps), None
+
+    def _raw_frames(self, video: dict[str, Any], fps: object) -> Frames:
+        shape = video.get("shape")
+        if not (isinstance(shape, list) and len(shape) == 4 and all(isinstance(n, int) and n >= 0 for n in shape)):
+            raise RewardInputError("video.shape", "must be [T, H, W, 3] with the frames_base64 bytes' shape")
+        data = _b64(video["frames_base64"], "video.frames_base64")
+        expected = int(np.prod(shape))
+        if len(data) != expected:
+            raise RewardInputError("video.frames_base64", f"holds {len(data):,} bytes; shape {shape} needs "
+                                                          f"{expected:,} (uint8 RGB, C order)")
+        return check_frames(np.frombuffer(data, dtype=np.uint8).reshape(shape), fps)
+
+    def _path(self, value: object) -> str:
+        if self.allowed_root is None:
+            raise RewardInputError("video.path", "paths are not accepted: start the server with --allowed-root DIR "
+                                                 "to read videos under DIR, or send mp4_base64")
+        if not isinstance(value, str) or not value or "\x00" in value:
+            raise RewardInputError("video.path", "must be a non-empty path")
+        path = value if os.path.isabs(value) else os.path.join(self.allowed_root, value)
+        if not is_inside(path, self.allowed_root):  # links and '..' resolved: a link out of the root is refused
+            raise RewardInputError("video.path", f"{value} lies outside the allowed root (links and '..' are "
+                                                 "followed); give a path under it")
+        return os.path.realpath(path)
+
+
+class RewardServer:
+    """The ASGI app around one :class:`RewardModel`."""
+
+    def __init__(self, model: RewardModel, limits: ServerLimits = ServerLimits(), allowed_root: str | None = None,
+                 token: str | None = None) -> None:
+        self.model = model
+        self.limits = limits
+        self.reader = ItemReader(allowed_root)
+        self.token = token
+        self.held = 0
+        """Items admitted and not yet answered (running or waiting)."""
+        self._held_lock = threading.Lock()
+        self._limiter: anyio.CapacityLimiter | None = None  # made inside the event loop, on first use
+        self.app = Starlette(routes=[
+            Route("/healthz", self.healthz, methods=["GET"]),
+            Route("/v1/model", self._guarded(self.describe), methods=["GET"]),
+            Route("/v1/score", self._guarded(self.score), methods=["POST"]),
+            Route("/v1/score_batch", self._guarded(self.score_batch), methods=["POST"]),
+        ])
+
+    def _guarded(self, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        async def guarded(request: Request) -> Response:
+            if self.token is not None and not _bearer_matches(request, self.token):
+                return _error(401, "Authorization", "missing or wrong bearer token",
+                              {"WWW-Authenticate": 'Bearer realm="roboreward"'})
+            try:
+                return await handler(request)
+            except RewardInputError as error:
+                return _error(400, error.field, error.message)
+            except _RefusedError as refused:
+                return _error(refused.status, refused.field, refused.message, refused.headers)
+            except ClientDisconnect:
+                return Response(status_code=400)  # nobody reads it; the server goes on
+            except Exception as error:  # e.g. a full disk under the media folder: the server goes on
+                return _error(500, None, f"{type(error).__name__}: {error}")
+        return guarded
+
+    async def healthz(self, request: Request) -> Response:
+        """``GET /healthz``: the process answers (no token needed)."""
+        return JSONResponse({"status": "ok"})
+
+    async def describe(self, request: Request) -> Response:
+        """``GET /v1/model``: model, deployment, protocol version, settings and the server's limits."""
+        return JSONResponse({**self.model.settings, "server": {**asdict(self.limits), "held": self.held,
+                                                                "paths": self.reader.allowed_root is not None}})
+
+    async def _json(self, request: Request) -> Any:
+        import json
+
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.limits.max_body_bytes:
+            raise _RefusedError(413, "body", f"{int(length):,} bytes, over the limit of "
+                                             f"{self.limits.max_body_bytes:,}; send fewer or smaller videos")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.limits.max_body_bytes:
+                raise _RefusedError(413, "body", f"over the limit of {self.limits.max_body_bytes:,} bytes; send "
+                                                 "fewer or smaller videos")
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks))
+        except ValueError as error:
+            raise RewardInputError("body", f"is not JSON ({error})") from None
+
+    def _admit(self, count: int) -> None:
+        with self._held_lock:
+            if self.held + count > self.limits.capacity:
+                raise _RefusedError(503, None, f"busy: {self.held} items held, capacity {self.limits.capacity}; retry "
+                                          "later", {"Retry-After": str(self.limits.retry_after_seconds)})
+            self.held += count
+
+    def _release(self, count: int) -> None:
+        with self._held_lock:
+            self.held -= count
+
+    async def _score_one(self, task: str, video: Any, fps: float | None) -> Reward:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.limits.max_concurrency)
+        return await anyio.to_thread.run_sync(self.model.score, task, video, fps, limiter=self._limiter)
+
+    async def score(self, request: Request) -> Response:
+        """``POST /v1/score``: one item."""
+        self._admit(1)  # before reading the body: a busy server refuses at once
+        try:
+            body = await self._json(request)
+            task, video, fps = await anyio.to_thread.run_sync(self.reader.read, body)  # base64, images: off the loop
+            reward = await self._score_one(task, video, fps)
+        finally:
+            self._release(1)
+        return JSONResponse(reward.to_json())
+
+    async def score_batch(self, request: Request) -> Response:
+        """``POST /v1/score_batch``: ``{"items": [...]}``, answered in order."""
+        body = await self._json(request)
+        items = body.get("items") if isinstance(body, dict) else None
+        if not isinstance(items, list) or not items:
+            raise RewardInputError("items", "must be a non-empty list of {task, video[, fps]} objects")
+        if len(items) > self.limits.capacity:
+            raise RewardInputError("items", f"holds {len(items)} items; at most {self.limits.capacity} per request")
+
+        def read_all() -> list[tuple[str, Any, float | None]]:
+            read = []
+            for index, item in enumerate(items):
+                try:
+                    read.append(self.reader.read(item))
+                except RewardInputError as error:
+                    raise error.within(f"items[{index}]") from None
+            return read
+
+        parsed = await anyio.to_thread.run_sync(read_all)
+        self._admit(len(parsed))
+        results: list[Reward | None] = [None] * len(parsed)
+        try:
+            async with anyio.create_task_group() as group:
+                for index, (task, video, fps) in enumerate(parsed):
+                    group.start_soon(self._batch_item, results, index, task, video, fps)
+        finally:
+            self._release(len(parsed))
+        return JSONResponse({"results": [result.to_json() for result in results if result is not None]})
+
+    async def _batch_item(self, results: list[Reward | None], index: int, task: str, video: Any,
+                          fps: float | None) -> None:
+        try:
+            results[index] = await self._score_one(task, video, fps)
+        except RewardInputError as error:  # e.g. a video that does not decode: this item only
+            results[index] = failed_reward(error.message, f"items[{index}].{error.field}")
+
+
+def _bearer_matches(request: Request, token: str) -> bool:
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token_file(path: str) -> str:
+    """The bearer token in ``path`` (stripped); the file must be private to its owner and not empty."""
+    info = os.stat(path)
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ValueError(f"--token-file {path} can be read by others (mode {stat.S_IMODE(info.st_mode):o}); "
+                         f"run: chmod 600 {path}")
+    with open(path, encoding="utf-8") as handle:
+        token = handle.read().strip()
+    if len(token) < 16 or any(character.isspace() for character in token):
+        raise ValueError(f"--token-file {path}: the token must be one word of at least 16 characters (e.g. "
+                         "python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    return token
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """A non-loopback bind needs a token."""
+    if not is_loopback(host) and token is None:
+        raise ValueError(f"--host {host} is reachable from other machines: give --token-file FILE (requests then "
+                         "need 'Authorization: Bearer <token>'), or bind 127.0.0.1")
+
+
+def uvicorn_server(app: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT, log_level: str = "info") -> Any:
+    """A uvicorn server for the app (``.run()`` it, or ``.run(sockets=[...])`` on a bound socket)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=10,
+                            server_header=False, date_header=False)
+    return uvicorn.Server(config)
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket (port 0: any free port) to hand to :func:`uvicorn_server`'s ``run``."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(model: RewardModel, host: str, port: int, limits: ServerLimits, allowed_root: str | None,
+          token: str | None, log_level: str = "info") -> None:
+    """Serve ``model`` until interrupted (Ctrl-C, SIGTERM)."""
+    check_bind(host, token)
+    server = RewardServer(model, limits, allowed_root, token)
+    uvicorn_server(server.app, host, port, log_level).run()
