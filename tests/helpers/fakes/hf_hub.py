@@ -14,7 +14,9 @@ ephemeral port, over plain HTTP. It implements what ``huggingface_hub``'s
   ``datasets.Dataset.push_to_hub`` need): ``POST /api/repos/create``, ``POST /api/{type}s/{ns}/{name}/preupload/
   {rev}`` (every file ``regular``: sent inline, no LFS or xet), ``POST .../paths-info/{rev}``,
   ``POST /api/validate-yaml`` (every card is valid) and ``POST .../commit/{rev}`` (NDJSON: base64 files and
-  deletions), each commit a new folder under ``upload_root``.
+  deletions), each commit a new folder under ``upload_root``; with ``?create_pr=1`` the commit opens a pull
+  request instead (ref ``refs/pr/<n>``, the branch unchanged; ``pullRequestUrl`` in the reply, as
+  ``create_commit(create_pr=True)`` reads it; listed in ``FakeHfHub.pull_requests``).
 
 Every file is served as a regular file: no ``X-Xet-Hash`` / ``X-Xet-Refresh-Route`` header,
 no ``xet-auth`` link and no ``xetHash`` in tree entries, so clients never switch to xet; no
@@ -85,6 +87,20 @@ class FakeRepo:
         """Repo path -> local file, for every file of a commit."""
         root = Path(self.commits[commit])
         return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@dataclass(frozen=True)
+class FakePullRequest:
+    """A pull request opened on the fake hub (``create_commit(create_pr=True)``)."""
+
+    repo_type: str
+    repo_id: str
+    number: int
+    commit: str
+    """Its commit: the files are ``repo.files(commit)``."""
+
+    target: str
+    """The revision it targets (``main``)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +186,8 @@ class FakeHfHub:
         """Where commits pushed to the fake are stored (None: uploads are refused with 403)."""
         self.outage_status: int | None = None
         """When set (e.g. 503), every request is answered with this status, as in a hub outage."""
+        self.pull_requests: list[FakePullRequest] = []
+        """Pull requests opened by commits with ``create_pr=1``, in order."""
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -289,7 +307,8 @@ class FakeHfHub:
                                      "oid": git_blob_sha(present[path].read_bytes())}
                                     for path in wanted if path in present])
             if action == "commit":
-                return self._commit(repo, revision, body)
+                create_pr = parse_qs(split.query).get("create_pr", ["0"])[0] == "1"
+                return self._commit(repo, revision, body, create_pr)
         return _error(404, None, "Not Found")
 
     def _create_repo(self, request: dict[str, object]) -> _Reply:
@@ -307,7 +326,7 @@ class FakeHfHub:
                                                     repo_type=repo_type, private=bool(request.get("private")))
         return _json_reply({"url": url, "name": repo_id, "id": repo_id})
 
-    def _commit(self, repo: FakeRepo, revision: str, body: bytes) -> _Reply:
+    def _commit(self, repo: FakeRepo, revision: str, body: bytes, create_pr: bool = False) -> _Reply:
         parent = repo.resolve(revision)
         if parent is None:
             return _error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
@@ -331,6 +350,14 @@ class FakeHfHub:
             elif key != "header":
                 return _error(400, None, f"this fake hub takes inline files only, not {key!r}")
         repo.commits[sha] = folder
+        if create_pr:  # a pull request gets its own ref; the branch it targets stays as it was
+            number = 1 + sum(pr.repo_id == repo.repo_id and pr.repo_type == repo.repo_type for pr in self.pull_requests)
+            repo.refs[f"refs/pr/{number}"] = sha
+            self.pull_requests.append(FakePullRequest(repo.repo_type, repo.repo_id, number, sha, revision))
+            prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
+            return _json_reply({"commitUrl": f"{self.url}/{prefix}{repo.repo_id}/commit/{sha}", "commitOid": sha,
+                                "pullRequestUrl": f"{self.url}/{prefix}{repo.repo_id}/discussions/{number}",
+                                "success": True})
         repo.refs[revision if revision in repo.refs else "main"] = sha
         return _json_reply({"commitUrl": f"{self.url}/datasets/{repo.repo_id}/commit/{sha}", "commitOid": sha,
                             "success": True})
