@@ -16,13 +16,16 @@ latency added at rest), each caller makes one untimed call (warm-up), then ``--r
 Throughput is calls / wall; the ideal is callers / latency. Added latency is the path's p50 (p95) minus
 direct's p50 (p95). Goal (issue 28): at least 0.9x the ideal; added p50 at most 30 ms.
 
-With ``--label-episodes N`` it times labelling instead: a LeRobot v3.0 dataset of N episodes (the layout writer of
-tests/helpers/lerobot_datasets.py) labelled by ``roboreward label --model baseline/constant-3`` (today: import, then
-``helm-run`` in a pseudo-terminal subprocess, then the outputs), and the same working copy's rows scored through
-``RewardModel.score_many`` (what label's helm-run step becomes on the API), both cold (fresh request caches).
+With ``--label-episodes N`` it times ``roboreward label --model baseline/constant-3`` instead, on a LeRobot v3.0
+dataset of N episodes (the layout writer of tests/helpers/lerobot_datasets.py): cold (a fresh request cache and
+working folder), then again (the copy, the media and every answer reused). With ``--label-baseline DIR`` (the
+package before label moved onto the reward API, e.g. ``git archive a76a811 helm_roboreward | tar -x -C DIR``), the
+same command of that version runs first, cold and again, with ``PYTHONPATH=DIR`` (import, ``helm-run`` in a
+pseudo-terminal subprocess, outputs), and today's label then reruns into its ``--out`` and ``--local-path``: the
+requests it answers from the cache the old path wrote.
 
     python benchmarks/reward_api.py [--latencies 0.5 2] [--callers 1 8 32] [--rounds 4] [--quick]
-    python benchmarks/reward_api.py --label-episodes 200
+    python benchmarks/reward_api.py --label-episodes 200 [--label-baseline DIR]
 """
 
 from __future__ import annotations
@@ -204,13 +207,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--quick", action="store_true", help="0.5 s only, 2 rounds")
     parser.add_argument("--label-episodes", type=int, default=0, help="time labelling N episodes instead")
+    parser.add_argument("--label-baseline", help="with --label-episodes: a checkout of the package before label "
+                        "moved onto the API (its helm_roboreward/ inside), timed first")
     parser.add_argument("--backend", type=float, help=argparse.SUPPRESS)  # the backend process
     args = parser.parse_args()
     if args.backend is not None:
         run_backend(args.backend)
         return
     if args.label_episodes:
-        label_timings(args.label_episodes)
+        label_timings(args.label_episodes, args.label_baseline)
         return
     if args.quick:
         args.latencies, args.rounds = [0.5], 2
@@ -266,48 +271,54 @@ def measure(latency: float, callers: int, rounds: int, backend: Backend, body: b
         server.wait(timeout=30)
 
 
-def label_timings(episodes: int) -> None:
-    """``roboreward label`` today against scoring its working copy through the API (one machine, one run)."""
-    import re
+def run_label(dataset: Path, out: Path, local: Path, pythonpath: str | None = None) -> tuple[float, str]:
+    """One ``roboreward label`` (``pythonpath``: that checkout's package): wall seconds and its summary lines."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "helm_roboreward.cli", "label", str(dataset), "--model",
+                           "baseline/constant-3", "--local-path", str(local), "--out", str(out), "--quiet"],
+                          cwd=out.parent, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"roboreward label failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith(("roboreward label:",
+                                                                                         "seconds:"))]
+    return seconds, " | ".join(line.split(" scored by baseline/constant-3 ")[-1] for line in lines)
 
+
+def label_timings(episodes: int, baseline: str | None) -> None:
+    """``roboreward label`` before and after it moved onto the reward API (one machine, one run)."""
     sys.path.insert(0, str(REPO))
-    from helm_roboreward.reward import RewardModel
     from tests.helpers.lerobot_datasets import EpisodeSpec, write_v3
 
+    if baseline and not (Path(baseline) / "helm_roboreward" / "robot_data" / "helm_process.py").is_file():
+        raise SystemExit(f"--label-baseline {baseline}: expected the package before label moved onto the API "
+                         "(helm_roboreward/robot_data/helm_process.py inside)")
     work = Path(tempfile.mkdtemp(prefix="reward-api-label-"))
     try:
         tasks = ("put the red cube in the bowl", "open the top drawer", "stack the green block on the blue one")
         specs = [EpisodeSpec(60 + index % 5, tasks[index % len(tasks)], index % 2 == 1) for index in range(episodes)]
         dataset = write_v3(work / "dataset", specs, fps=30, width=160, height=120, episodes_per_file=10)
-        label_local, api_local = work / "label-local", work / "api-local"
-        for folder in (label_local, api_local):
-            folder.mkdir()
-            for name in ("model_metadata.yaml", "model_deployments.yaml"):
-                (folder / name).symlink_to(REPO / "prod_env" / name)
-        started = time.monotonic()
-        done = subprocess.run([str(Path(sys.executable).parent / "roboreward"), "label", str(dataset), "--model",
-                               "baseline/constant-3", "--local-path", str(label_local), "--out",
-                               str(work / "labels"), "--quiet"], cwd=work, capture_output=True, text=True)
-        label_seconds = time.monotonic() - started
-        if done.returncode != 0:
-            raise RuntimeError(f"roboreward label failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-        parts = re.search(r"seconds: (.*)", done.stdout)
-        copy = work / "labels" / "work" / "copy" / "test"
-        rows = [json.loads(line) for line in (copy / "metadata.jsonl").read_text().splitlines() if line.strip()]
-        items = [(row["task"], str(copy / row["file_name"])) for row in rows]
-        started = time.monotonic()
-        model = RewardModel("baseline/constant-3", local_path=str(api_local), media_dir=str(work / "api-media"))
-        built = time.monotonic() - started
-        done_count = [0]
-        rewards = model.score_many(items, max_workers=4, on_result=lambda index, reward: done_count.__setitem__(
-            0, done_count[0] + 1))
-        api_seconds = time.monotonic() - started
-        assert done_count[0] == len(items) and all(r.score == 3.0 for r in rewards)
+        for name in ("before", "after"):
+            (work / name).mkdir()
+            local = work / name / "local"
+            local.mkdir()
+            for file in ("model_metadata.yaml", "model_deployments.yaml"):
+                (local / file).symlink_to(REPO / "prod_env" / file)
         print(f"label, {episodes} episodes (60-64 frames, 160x120, AV1 at 30 fps), baseline/constant-3, cpus "
-              f"{os.cpu_count()}:")
-        print(f"  roboreward label today: {label_seconds:.1f} s in all ({parts.group(1) if parts else '?'})")
-        print(f"  its helm-run step through the API: {api_seconds:.1f} s ({built:.1f} s building the model, "
-              f"{len(items)} rows scored with 4 workers)")
+              f"{os.cpu_count()}, load average {os.getloadavg()[0]:.1f}:")
+        if baseline:
+            for what in ("cold", "again"):
+                seconds, said = run_label(dataset, work / "before" / "labels", work / "before" / "local", baseline)
+                print(f"  before (helm-run subprocess), {what}: {seconds:.1f} s in all ({said})")
+        for what in ("cold", "again"):
+            seconds, said = run_label(dataset, work / "after" / "labels", work / "after" / "local")
+            print(f"  after (reward API in process), {what}: {seconds:.1f} s in all ({said})")
+        if baseline:
+            seconds, said = run_label(dataset, work / "before" / "labels", work / "before" / "local")
+            print(f"  after, rerun over the before run's --out and --local-path: {seconds:.1f} s in all ({said})")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

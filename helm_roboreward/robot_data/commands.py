@@ -13,9 +13,9 @@ from helm_roboreward.robot_data.lerobot_format import metadata_fingerprint, read
 EnsureFiles = Callable[[list[str]], None]
 INTERRUPTED = {
     "import-lerobot": "interrupted; nothing was written (the partly built copy was removed), rerun to import",
-    "label": "interrupted; helm-run, if it had started, was stopped. What finished is kept: the working copy once "
-             "imported, and every answer in helm-run's cache (--local-path); rerun to continue (the outputs are "
-             "written once every episode is scored)",
+    "label": "interrupted; the requests not yet answered were abandoned. What finished is kept: the working copy "
+             "once imported, and every answer received, in HELM's request cache (--local-path); rerun to continue "
+             "(the outputs are written once every episode is scored)",
     "export-predictions": "interrupted; --out is written whole or not at all, and the hub dataset changes only "
                           "when its one commit completes; rerun to export",
 }
@@ -46,9 +46,10 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
                          help="5 when the episode's last frame succeeded, else 1 (coarse)")
     imports.set_defaults(handler=_import, interrupted=INTERRUPTED["import-lerobot"])
     label = commands.add_parser(
-        "label", help="score every episode of a LeRobot dataset with any model, through helm-run",
-        description="Score episodes with a model through helm-run (its clients, cache, retries, -n threads) and "
-        "write episode_rewards.parquet (and, with --mode prefix, LeRobot's per-frame progress parquet).")
+        "label", help="score every episode of a LeRobot dataset with any model, through the reward API",
+        description="Score episodes with a model, each by the request helm-run would send for it (HELM's clients, "
+        "request cache and retries, -n at a time, in this process), and write episode_rewards.parquet (and, with "
+        "--mode prefix, LeRobot's per-frame progress parquet).")
     _add_source_options(label)
     label.add_argument("--model", required=True, help="a model name, as in model= of a run entry")
     label.add_argument("--model-deployment", help="a deployment, as in model_deployment= of a run entry")
@@ -57,10 +58,12 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
                        help="episode: one score per episode; prefix: also K prefix clips for per-frame progress")
     label.add_argument("--anchors", type=int, default=0, help="prefix mode: clips [0, t_k] at K end times")
     label.add_argument("--low-score", type=float, help="list episodes scored at or below this")
-    label.add_argument("-n", "--threads", type=int, default=4, help="helm-run -n (default 4)")
-    label.add_argument("--local-path", default="prod_env", help="helm-run --local-path (default prod_env)")
-    label.add_argument("--work", help="working folder (default OUT/work)")
-    label.add_argument("--entry-options", default="", help="more run-entry arguments, e.g. video=frames,max_frames=16")
+    label.add_argument("-n", "--threads", type=int, default=4, help="requests at a time, as helm-run -n (default 4)")
+    label.add_argument("--local-path", default="prod_env",
+                       help="helm-run's --local-path: credentials, model files, request cache (default prod_env)")
+    label.add_argument("--work", help="working folder: the copy and the media (default OUT/work)")
+    label.add_argument("--entry-options", default="",
+                       help="run-entry options departing from the protocol, e.g. video=frames,max_frames=16")
     label.set_defaults(handler=_label, interrupted=INTERRUPTED["label"])
     export = commands.add_parser(
         "export-predictions", help="write a suite's predictions as a datasets dataset (parquet, disk or hub)",
@@ -122,9 +125,14 @@ def _label(args: argparse.Namespace) -> int:
                            low_score=args.low_score, threads=args.threads, local_path=args.local_path,
                            work=args.work, entry_options=args.entry_options, progress=not args.quiet)
     result = label_episodes(request, ensure)
-    scored = [item for item in result.scores if item.prediction.score is not None]
+    scored = [item for item in result.scores if item.reward.score is not None]
     print(f"roboreward label: {len(result.scores)} episodes of {describe_source(source)} scored by {args.model} "
-          f"({len(scored)} parsed, {len(result.scores) - len(scored)} without a score); run {result.run.name}")
+          f"({len(scored)} parsed, {len(result.scores) - len(scored)} without a score); {result.requests} requests, "
+          f"{result.cached} answered from the request cache")
+    if result.failed:
+        print(f"roboreward label: warning: {result.failed} of {result.requests} requests failed (first: "
+              f"{result.first_error}); their rows have no score (request_failed in episode_rewards.parquet). Rerun "
+              "the same command to send them again: the answered ones come from the cache", file=sys.stderr)
     print("  seconds: " + ", ".join(f"{part} {value:.1f}" for part, value in result.seconds.items()))
     for path in result.files:
         print(f"  wrote {path}")

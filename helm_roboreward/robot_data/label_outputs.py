@@ -1,7 +1,7 @@
 """The files ``roboreward label`` writes: episode rewards, LeRobot progress, plots, a contact sheet, low scores.
 
 - ``episode_rewards.parquet``: one row per episode, columns :data:`EPISODE_COLUMNS`; the schema metadata holds
-  the model, deployment, run entry, helm-run settings, source and camera (JSON under ``roboreward``).
+  the model, deployment, the reward model's settings, source and camera (JSON under ``roboreward``).
 - ``roboreward_progress.parquet`` (prefix mode): LeRobot's progress schema (see
   :mod:`~helm_roboreward.robot_data.progress`), schema metadata ``reward_model_path`` = the model.
 - ``progress.png`` (prefix mode, needs matplotlib): each episode's progress curve with its anchors.
@@ -25,7 +25,7 @@ from PIL import Image, ImageDraw
 
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.protocol import MAX_SCORE, PROMPT_VERSION
-from helm_roboreward.robot_data.helm_outputs import Prediction
+from helm_roboreward.reward.api import Reward
 from helm_roboreward.robot_data.labels import format_selection
 from helm_roboreward.robot_data.progress import REWARD_MODEL_KEY, EpisodeProgress, progress_columns
 
@@ -54,7 +54,9 @@ class EpisodeScore:
 
     episode_index: int
     task: str
-    prediction: Prediction
+    reward: Reward
+    """What the model answered for the whole-episode clip (``score`` None when unparseable or failed)."""
+
     video: str
     """The episode's clip in the working copy (for the contact sheet)."""
 
@@ -70,14 +72,13 @@ def write_episode_rewards(path: str, scores: Sequence[EpisodeScore], camera_key:
     """``episode_rewards.parquet`` with the run's settings in its schema metadata."""
     rows = []
     for item in scores:
-        score = item.prediction.score
+        score = item.reward.score
         rows.append({
             "episode_index": item.episode_index, "task": item.task, "camera_key": camera_key,
-            "model": item.prediction.model, "score": score,
+            "model": str(settings.get("model", "")), "score": score,
             "progress": None if score is None else (score - 1) / (MAX_SCORE - 1),
-            "success": None if score is None else score == MAX_SCORE, "raw_output": item.prediction.raw_output,
-            "prompt_version": PROMPT_VERSION, "request_failed": item.prediction.request_failed,
-            "error": item.prediction.error,
+            "success": None if score is None else score == MAX_SCORE, "raw_output": item.reward.output,
+            "prompt_version": PROMPT_VERSION, "request_failed": item.reward.failed, "error": item.reward.error,
         })
     metadata = {SETTINGS_KEY: json.dumps(settings, sort_keys=True).encode("utf-8"),
                 b"model": str(settings.get("model", "")).encode("utf-8"),
@@ -158,7 +159,7 @@ def write_contact_sheet(path: str, scores: Sequence[EpisodeScore]) -> int:
     for number, (item, image) in enumerate(tiles):
         x, y = (number % columns) * TILE_WIDTH, (number // columns) * tile_height
         sheet.paste(image, (x, y))
-        score = item.prediction.score
+        score = item.reward.score
         caption = f"ep {item.episode_index}: " + ("n/a" if score is None else f"{score:g}")
         draw.text((x + 4, y + image.height + 3), caption, fill="black")
     buffer = io.BytesIO()
@@ -169,11 +170,11 @@ def write_contact_sheet(path: str, scores: Sequence[EpisodeScore]) -> int:
 
 def write_low_scores(path: str, threshold: float, scores: Sequence[EpisodeScore], model: str) -> list[int]:
     """The episodes scored at or below ``threshold`` (unscored ones are listed apart); returns their indices."""
-    low = [item for item in scores if item.prediction.score is not None and item.prediction.score <= threshold]
-    unscored = [item.episode_index for item in scores if item.prediction.score is None]
+    low = [item for item in scores if item.reward.score is not None and item.reward.score <= threshold]
+    unscored = [item.episode_index for item in scores if item.reward.score is None]
     record = {
         "threshold": threshold, "model": model, "count": len(low),
-        "episodes": [{"episode_index": item.episode_index, "score": item.prediction.score, "task": item.task}
+        "episodes": [{"episode_index": item.episode_index, "score": item.reward.score, "task": item.task}
                      for item in low],
         "episodes_option": format_selection([item.episode_index for item in low]),
         "unscored_episodes": unscored,

@@ -1,52 +1,59 @@
-"""Labelling a LeRobot dataset's episodes with any reward model, through ``helm-run``.
+"""Labelling a LeRobot dataset's episodes with any reward model, through the reward API in this process.
 
-1. The episodes are imported, unlabelled, into a working copy (``<work>/copy``; prefix mode: ``K`` prefix clips
+1. The model is built first (:class:`~helm_roboreward.reward.RewardModel`: routing, ``--entry-options``, the
+   deployment's client and its credentials), so an unknown model, a bad option or a missing key stops the command
+   before any work.
+2. The episodes are imported, unlabelled, into a working copy (``<work>/copy``; prefix mode: ``K`` prefix clips
    per episode). The benchmark layout needs a reward per row, so every row carries a placeholder; nothing a model
    receives carries it (the prompt holds only the task, media have content-addressed names), and no gold-based
-   statistic of the run is reported: only each row's answer and parsed score are read back.
-2. ``helm-run -r roboreward:data=<copy>,subset=<name>,model=<M>[,model_deployment=<D>][,<options>]`` runs in
-   ``<work>`` (``--suite roboreward-label``, ``-m`` = the rows, ``-n`` threads, ``--local-path``): HELM's clients,
-   cache, retries and the package's routing do the work, as for any run entry.
-3. Each row's raw answer is read from the run's ``scenario_state.json`` and parsed by the official rule; the
-   outputs (:mod:`~helm_roboreward.robot_data.label_outputs`) are written to ``<out>``.
+   statistic is computed: only each row's answer and parsed score are read.
+3. Every row is scored by the model, ``-n`` at a time (:mod:`~helm_roboreward.robot_data.scoring`): the request a
+   ``roboreward:data=<copy>,...`` run entry sends for that row, through HELM's client factory, request cache
+   (``<local-path>/cache``) and retries. It runs with the working folder as the current directory and its media
+   under ``benchmark_output/scenarios/roboreward`` there, exactly where ``helm-run -o benchmark_output`` put them
+   when earlier versions ran it in that folder: the media locations a request carries, and so the cache keys of
+   clients that key by location, are the same, and a rerun reuses what either wrote.
+4. The outputs (:mod:`~helm_roboreward.robot_data.label_outputs`) are written to ``<out>``.
 
 The source dataset is never written to: ``--out`` (and the working folder) must lie outside it. ``--out`` holds
 one model's labels: a folder holding another model's is refused before any work, and an earlier run's files of
 the same model that this run does not write (``--mode prefix`` before, ``episode`` now) are removed.
 """
 
+import contextlib
 import dataclasses
 import datetime
 import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from helm_roboreward.data.rows import DataError
 from helm_roboreward.media.containment import is_inside
 from helm_roboreward.protocol import PROMPT_VERSION, TEST_SPLIT
+from helm_roboreward.reward.api import Reward, RewardModel, option_dict
+from helm_roboreward.reward.inputs import RewardModelError
 from helm_roboreward.robot_data import label_outputs as outputs
-from helm_roboreward.robot_data.helm_outputs import Prediction, RunInfo, predictions_of, roboreward_runs
-from helm_roboreward.robot_data.helm_process import console_script, run_with_progress
 from helm_roboreward.robot_data.importing import CopyRow, ImportRequest, ImportResult, import_lerobot
 from helm_roboreward.robot_data.lerobot_episodes import check_frame_indices, read_episodes
 from helm_roboreward.robot_data.lerobot_format import choose_camera, link_root, read_info
 from helm_roboreward.robot_data.progress import EpisodeProgress, interpolate_progress, score_progress
+from helm_roboreward.robot_data.scoring import score_rows
 
-SUITE = "roboreward-label"
 EPISODE_MODE = "episode"
 PREFIX_MODE = "prefix"
 MODES = (EPISODE_MODE, PREFIX_MODE)
-HELM_LOG = "helm-run.log"
-OUTPUT_FOLDER = "benchmark_output"
-"""helm-run's ``-o``, relative to the working folder it runs in (media paths are recorded relative to it)."""
+MEDIA_FOLDER = os.path.join("benchmark_output", "scenarios", "roboreward")
+"""The media folder, relative to the working folder: where ``helm-run -o benchmark_output`` put the scenario's."""
+COMMAND_SETS = ("data", "subset", "model", "model_deployment")
+"""Run-entry arguments ``--entry-options`` may not give: the command's own (the copy, ``--model``, ...)."""
 
 
 class LabellingError(DataError):
-    """Labelling could not finish; the message says where it stopped and where the log is."""
+    """Labelling could not finish; the message says where it stopped and what is kept."""
 
 
 @dataclass(frozen=True)
@@ -65,10 +72,10 @@ class LabelRequest:
     threads: int = 4
     local_path: str = "prod_env"
     work: str | None = None
-    """The working folder (copy, helm-run output, log); default ``<out>/work``."""
+    """The working folder (the copy, the media); default ``<out>/work``."""
 
     entry_options: str = ""
-    """More run-entry arguments, e.g. ``video=frames,max_frames=16`` (commas separate them)."""
+    """Options that depart from the protocol by name, e.g. ``video=frames,max_frames=16`` (commas separate them)."""
 
     progress: bool = True
 
@@ -78,36 +85,51 @@ class LabelResult:
     """What labelling wrote, and how long each part took."""
 
     out: str
-    run: RunInfo
-    run_entry: str
+    settings: dict[str, Any]
+    """The record in ``episode_rewards.parquet`` (model, deployment, the reward model's settings, ...)."""
+
     scores: list[outputs.EpisodeScore]
     files: list[str]
+    requests: int = 0
+    cached: int = 0
+    """Requests answered from HELM's request cache."""
+
+    failed: int = 0
+    """Requests that failed (their rows have no score)."""
+
+    first_error: str | None = None
     low_score_episodes: list[int] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     """Files of an earlier label run into ``out`` that this run does not write (removed)."""
 
 
-def run_entry(copy: str, subset: str, model: str, deployment: str | None, options: str) -> str:
-    """The run entry that scores the working copy (HELM's public syntax; values cannot hold commas).
+@contextlib.contextmanager
+def _in_folder(folder: str) -> Iterator[None]:
+    """The current directory is ``folder`` inside the block (``contextlib.chdir`` from Python 3.11)."""
+    previous = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def entry_options(text: str) -> dict[str, str]:
+    """``--entry-options`` as the reward model's options (``k=v`` pairs; the API refuses unknown keys).
 
     Raises:
-        LabellingError: The copy's path or the model holds a comma, or ``options`` names data/subset/model.
+        LabellingError: An option is not ``key=value``, or names what the command sets itself.
     """
-    for what, value in (("the working copy's path", copy), ("--model", model), ("--model-deployment", deployment)):
-        if value and ("," in value or "=" in value):
-            raise LabellingError(f"{what} {value!r} cannot hold ',' or '=' (HELM's run-entry syntax); choose "
-                                 "another --work folder, or another name")
-    extra = [option.strip() for option in options.split(",") if option.strip()]
-    for option in extra:
-        key = option.split("=", 1)[0]
-        if "=" not in option or key in ("data", "subset", "model", "model_deployment"):
-            raise LabellingError(f"--entry-options {options!r}: {option!r} must be key=value and not set data, "
-                                 "subset, model or model_deployment (the command sets them)")
-    parts = [f"data={copy}", f"subset={subset}", *extra, f"model={model}"]
-    if deployment:
-        parts.append(f"model_deployment={deployment}")
-    return "roboreward:" + ",".join(parts)
+    try:
+        options = option_dict(text)
+    except RewardModelError as error:
+        raise LabellingError(f"--entry-options {text!r}: {error}") from None
+    for key in options:
+        if key in COMMAND_SETS:
+            raise LabellingError(f"--entry-options {text!r}: {key!r} must not be set (the command sets data, "
+                                 "subset, model and model_deployment: use --model and --model-deployment)")
+    return options
 
 
 def _check_outside_source(request: LabelRequest, work: str) -> None:
@@ -129,21 +151,79 @@ def _check_request(request: LabelRequest) -> None:
         raise LabellingError("--mode prefix needs --anchors K with K >= 2 (the last anchor is the whole episode)")
     if request.low_score is not None and not math.isfinite(request.low_score):
         raise LabellingError(f"--low-score {request.low_score}: give a finite number (scores run 1..5)")
+    if isinstance(request.threads, bool) or not isinstance(request.threads, int) or request.threads < 1:
+        raise LabellingError(f"-n/--threads {request.threads!r}: give a whole number >= 1 (requests at a time)")
     if request.mode == PREFIX_MODE:
         # The progress file is keyed by the dataset-wide frame index: every episode's range must be its own.
         info = read_info(request.dataset.root)
         check_frame_indices(read_episodes(info, choose_camera(info, request.dataset.camera)))
 
 
-def label_episodes(request: LabelRequest, ensure_files: Callable[[list[str]], None] | None = None) -> LabelResult:
-    """Score every selected episode with ``request.model`` through helm-run and write the outputs.
+def _make_folders(folder: str) -> list[str]:
+    """Make ``folder`` and its missing parents; returns the ones made, innermost first."""
+    made = []
+    path = folder
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        made.append(path)
+        path = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    return made
+
+
+def _remove_if_empty(folders: list[str]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):  # only while empty: nothing written in them is removed
+            os.rmdir(folder)
+
+
+def _reward_model(request: LabelRequest, work: str) -> RewardModel:
+    """The model, built in the working folder (its media locations are recorded relative to it).
 
     Raises:
-        LeRobotFormatError, LabelError: Bad data or options (before anything runs).
-        LabellingError: helm-run failed, or its outputs lack rows.
+        LabellingError: The model, deployment or an option is refused, or its client cannot be built (a missing
+            credential).
+    """
+    options = entry_options(request.entry_options)
+    try:
+        # HELM prints where it looks for credentials; stdout stays the command's summary
+        with _in_folder(work), contextlib.redirect_stdout(sys.stderr):
+            return RewardModel(request.model, request.deployment, local_path=request.local_path, options=options,
+                               media_dir=MEDIA_FOLDER)
+    except RewardModelError as error:
+        raise LabellingError(f"{error} (before any work: nothing was imported or sent)") from None
+
+
+def _model_and_copy(request: LabelRequest, work: str, ensure_files: Callable[[list[str]], None] | None,
+                    seconds: dict[str, float]) -> tuple[RewardModel, ImportResult]:
+    """The model (first: it fails fast), then the unlabelled working copy; a failure leaves no folder it made."""
+    made = _make_folders(work)
+    try:
+        started = time.monotonic()
+        model = _reward_model(request, work)
+        seconds["model"] = time.monotonic() - started
+        started = time.monotonic()
+        anchors = request.anchors if request.mode == PREFIX_MODE else 0
+        unlabelled = dataclasses.replace(request.dataset, out=os.path.join(work, "copy"), placeholder_labels=True,
+                                         labels_file=None, labels_from=None, anchors=anchors)
+        copy = import_lerobot(unlabelled, ensure_files, progress=request.progress)
+        seconds["import"] = time.monotonic() - started
+    except BaseException:
+        _remove_if_empty(made)
+        raise
+    return model, copy
+
+
+def label_episodes(request: LabelRequest, ensure_files: Callable[[list[str]], None] | None = None) -> LabelResult:
+    """Score every selected episode with ``request.model`` through the reward API and write the outputs.
+
+    Raises:
+        LeRobotFormatError, LabelError, LabellingError: Bad data, options or model (before anything is sent), or
+            every request failed (nothing written to ``out``).
     """
     out = os.path.abspath(request.out)
     work = os.path.abspath(request.work or os.path.join(out, "work"))
+    local_path = os.path.abspath(request.local_path)  # before the working folder becomes the current one
+    request = dataclasses.replace(request, local_path=local_path)
     _check_request(request)
     _check_outside_source(request, work)
     other = outputs.labelling_model(out, request.model, request.deployment)
@@ -151,60 +231,29 @@ def label_episodes(request: LabelRequest, ensure_files: Callable[[list[str]], No
         raise LabellingError(f"--out {out} holds the labels of {other}; this run is {request.model}, and its files "
                              "would sit beside that model's. Give another --out per model (or delete that folder)")
     seconds: dict[str, float] = {}
+    model, copy = _model_and_copy(request, work, ensure_files, seconds)
     started = time.monotonic()
-    anchors = request.anchors if request.mode == PREFIX_MODE else 0
-    unlabelled = dataclasses.replace(request.dataset, out=os.path.join(work, "copy"), placeholder_labels=True,
-                                     labels_file=None, labels_from=None, anchors=anchors)
-    copy = import_lerobot(unlabelled, ensure_files, progress=request.progress)
-    seconds["import"] = time.monotonic() - started
-    entry = run_entry(copy.out, copy.subset, request.model, request.deployment, request.entry_options)
+    split = os.path.join(copy.out, TEST_SPLIT)
+    items = [(row.task, os.path.join(split, *row.file_name.split("/"))) for row in copy.rows]
+    with _in_folder(work):  # the media locations the model was built with are relative to it
+        rewards = score_rows(model, items, request.threads, f"scoring with {request.model}", request.progress)
+    seconds["scoring"] = time.monotonic() - started
+    by_file = {row.file_name: reward for row, reward in zip(copy.rows, rewards, strict=True)}
+    failed = [(name, reward.error) for name, reward in by_file.items() if reward.failed]
+    if rewards and len(failed) == len(rewards):
+        raise LabellingError(f"every request failed ({len(failed)}); the first: {failed[0][0]}: {failed[0][1]}. "
+                             f"Nothing was written to {out}; the working copy {copy.out} is kept. Check the model "
+                             "server and --local-path's credentials.conf, then rerun")
     started = time.monotonic()
-    run = _run_helm(request, work, entry, copy)
-    seconds["helm_run"] = time.monotonic() - started
-    started = time.monotonic()
-    predictions = _predictions_by_file(run, copy)
-    result = _write_outputs(request, out, copy, run, entry, predictions)
+    result = _write_outputs(request, out, copy, model, by_file)
     seconds["outputs"] = time.monotonic() - started
     result.seconds = seconds
+    result.failed = len(failed)
+    result.first_error = f"{failed[0][0]}: {failed[0][1]}" if failed else None
     return result
 
 
-def _run_helm(request: LabelRequest, work: str, entry: str, copy: ImportResult) -> RunInfo:
-    command = [console_script("helm-run"), "-r", entry, "--suite", SUITE, "-m", str(len(copy.rows)),
-               "-n", str(request.threads), "--local-path", os.path.abspath(request.local_path), "-o", OUTPUT_FOLDER]
-    log = os.path.join(work, HELM_LOG)
-    status = run_with_progress(command, work, dict(os.environ), log, len(copy.rows),
-                               f"scoring with {request.model}", request.progress)
-    failed = f"helm-run exited with status {status} for {entry}"
-    if status != 0:  # its own error, before anything is read from its output folder
-        raise LabellingError(f"{failed}; see its log {log} (last lines):\n{_tail(log)}")
-    try:
-        found = roboreward_runs(os.path.join(work, OUTPUT_FOLDER), SUITE)
-    except DataError:
-        found = []
-    runs = [run for run in found if run.scenario_args.get("data") == copy.out and run.model == request.model
-            and (not request.deployment or run.deployment == request.deployment)]
-    if not runs:
-        raise LabellingError(f"{failed} and wrote no run; see its log {log} (last lines):\n{_tail(log)}")
-    return max(runs, key=lambda run: os.path.getmtime(os.path.join(run.folder, "scenario_state.json")))
-
-
-def _tail(path: str, lines: int = 12) -> str:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        kept = [line for line in handle.read().splitlines() if line.strip()]
-    return "\n".join(f"  {line}" for line in kept[-lines:])
-
-
-def _predictions_by_file(run: RunInfo, copy: ImportResult) -> dict[str, Prediction]:
-    found = {prediction.source_file: prediction for prediction in predictions_of(run)}
-    missing = [row.file_name for row in copy.rows if row.file_name not in found]
-    if missing:
-        raise LabellingError(f"{run.folder}: {len(missing)} row(s) of the working copy have no prediction (first: "
-                             f"{missing[0]}); rerun, the cache keeps what was answered")
-    return found
-
-
-def _episode_curves(predictions: dict[str, Prediction],
+def _episode_curves(rewards: dict[str, Reward],
                     copy: ImportResult) -> list[tuple[EpisodeProgress, list[int], list[float]]]:
     by_episode: dict[int, list[CopyRow]] = {}
     for row in copy.rows:
@@ -213,26 +262,26 @@ def _episode_curves(predictions: dict[str, Prediction],
     curves = []
     for index, clips in by_episode.items():
         frames = [row.end_frame - 1 for row in clips]
-        values = [score_progress(predictions[row.file_name].score) for row in clips]
+        values = [score_progress(rewards[row.file_name].score) for row in clips]
         per_frame = interpolate_progress(frames, values, clips[0].length)
         curves.append((EpisodeProgress(index, first_index[index], tuple(per_frame)), [r.end_frame for r in clips],
                        values))
     return curves
 
 
-def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, run: RunInfo, entry: str,
-                   predictions: dict[str, Prediction]) -> LabelResult:
+def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, model: RewardModel,
+                   rewards: dict[str, Reward]) -> LabelResult:
     os.makedirs(out, exist_ok=True)
     split = os.path.join(copy.out, TEST_SPLIT)
-    scores = [outputs.EpisodeScore(row.episode_index, row.task, predictions[row.file_name],
+    scores = [outputs.EpisodeScore(row.episode_index, row.task, rewards[row.file_name],
                                    os.path.join(split, *row.file_name.split("/")))
               for row in copy.rows if row.end_frame == row.length]
     camera = str(copy.provenance.get("camera", {}).get("key", ""))
-    settings = _settings(request, copy, run, entry)
+    settings = _settings(request, copy, model, list(rewards.values()))
     files = [outputs.output_path(out, outputs.EPISODE_REWARDS_FILE)]
     outputs.write_episode_rewards(files[0], scores, camera, settings)
     if request.mode == PREFIX_MODE:
-        curves = _episode_curves(predictions, copy)
+        curves = _episode_curves(rewards, copy)
         files.append(outputs.output_path(out, outputs.PROGRESS_FILE))
         outputs.write_progress(files[-1], [curve[0] for curve in curves], request.model)
         plot = outputs.output_path(out, outputs.PROGRESS_PLOT)
@@ -247,16 +296,20 @@ def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, run: Run
         files.append(outputs.output_path(out, outputs.LOW_SCORE_FILE))
         low = outputs.write_low_scores(files[-1], request.low_score, scores, request.model)
     removed = outputs.remove_other_outputs(out, files)
-    return LabelResult(out, run, entry, scores, files, low, removed=removed)
+    return LabelResult(out, settings, scores, files, requests=len(rewards),
+                       cached=sum(reward.cached for reward in rewards.values()), low_score_episodes=low,
+                       removed=removed)
 
 
-def _settings(request: LabelRequest, copy: ImportResult, run: RunInfo, entry: str) -> dict[str, Any]:
+def _settings(request: LabelRequest, copy: ImportResult, model: RewardModel, rewards: list[Reward]) -> dict[str, Any]:
     return {
-        "model": request.model, "deployment": run.deployment, "run_name": run.name, "run_entry": entry,
-        "suite": SUITE, "run_folder": run.folder, "threads": request.threads,
-        "local_path": os.path.abspath(request.local_path), "mode": request.mode, "anchors": request.anchors,
-        "prompt_version": PROMPT_VERSION, "source": copy.provenance.get("source"),
+        "model": request.model, "deployment": model.deployment, "reward_model": model.settings,
+        "threads": request.threads, "local_path": request.local_path, "mode": request.mode,
+        "anchors": request.anchors, "prompt_version": PROMPT_VERSION, "source": copy.provenance.get("source"),
         "camera": copy.provenance.get("camera"), "subset": copy.subset, "working_copy": copy.out,
+        "media_dir": model.media_dir, "requests": len(rewards),
+        "answers_from_cache": sum(reward.cached for reward in rewards),
+        "failed_requests": sum(reward.failed for reward in rewards),
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "score_rule": "official RoboRewardBench parse (protocol.py); null when unparseable or the request failed",
     }

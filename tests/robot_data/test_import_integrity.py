@@ -280,6 +280,6 @@ def test_each_command_says_what_ctrl_c_keeps() -> None:
         ("import-lerobot", ["src", "--out", "o"]), ("label", ["src", "--out", "o", "--model", "m"]),
         ("export-predictions", ["--suite", "s"]))}
     assert "nothing was written" in said["import-lerobot"]
-    assert "helm-run, if it had started, was stopped" in said["label"] and "helm-run's cache" in said["label"]
+    assert "requests not yet answered were abandoned" in said["label"] and "HELM's request cache" in said["label"]
     assert "written whole or not at all" in said["export-predictions"]
     assert not any("stay cached" in text for text in said.values())

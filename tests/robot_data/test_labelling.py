@@ -1,17 +1,18 @@
-"""``roboreward label`` for real: a LeRobot v3.0 dataset (AV1, shared mp4s) scored through helm-run.
+"""``roboreward label`` for real: a LeRobot v3.0 dataset (AV1, shared mp4s) scored through the reward API.
 
 Prefix mode with ``baseline/constant-3`` (every output file), episode mode with ``baseline/uniform-random`` on a
-selection, and the tiny random Qwen3-VL through the in-process transformers client (PyAV decodes where torchcodec
-cannot). Each checks that the placeholder reward reaches no model, that no
-gold-based statistic is reported, and that the source dataset is untouched.
+selection, the vLLM client against a loopback server (what reaches the model, and the request cache shared with
+``helm-run``: the path earlier versions took), and the tiny random Qwen3-VL through the in-process transformers
+client. Each checks that the placeholder reward reaches no model, that no gold-based statistic is reported, and
+that the source dataset is untouched.
 """
 
 import hashlib
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -20,14 +21,15 @@ from PIL import Image
 from helm_roboreward.protocol import build_prompt
 from helm_roboreward.robot_data.importing import ImportRequest
 from helm_roboreward.robot_data.label_outputs import EPISODE_COLUMNS
-from helm_roboreward.robot_data.labelling import LabellingError, LabelRequest, label_episodes, run_entry
+from helm_roboreward.robot_data.labelling import LabellingError, LabelRequest, entry_options, label_episodes
+from tests.helpers.fakes import FakeModelServer
+from tests.helpers.fakes.server import media_parts, without_media_payloads
 from tests.helpers.harness import (
     TRANSFORMERS_ENVIRONMENT,
     check_completed,
     cli,
     helm_environment,
     private_local_path,
-    read_json,
     transformers_local_path,
 )
 from tests.helpers.lerobot_datasets import (
@@ -76,9 +78,8 @@ def prefix_run(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Label
     return Labelled(dataset, work / "out", output, before)
 
 
-def run_states(out: Path) -> list[dict[str, object]]:
-    (run,) = (out / "work" / "benchmark_output" / "runs" / "roboreward-label").glob("roboreward:*")
-    return list(read_json(run / "scenario_state.json")["request_states"])
+def settings_of(out: Path) -> dict[str, Any]:
+    return dict(json.loads(pq.read_schema(out / "episode_rewards.parquet").metadata[b"roboreward"]))
 
 
 def test_episode_rewards(prefix_run: Labelled) -> None:
@@ -92,10 +93,15 @@ def test_episode_rewards(prefix_run: Labelled) -> None:
     assert rows[1]["task"] == "open the drawer"
     settings = json.loads(table.schema.metadata[b"roboreward"])
     assert settings["model"] == "baseline/constant-3" and settings["deployment"] == "baseline/constant-3"
-    entry = settings["run_entry"]
-    assert entry.startswith("roboreward:data=") and entry.endswith(",subset=kitchen_robot,model=baseline/constant-3")
-    assert settings["mode"] == "prefix" and settings["anchors"] == 3 and settings["suite"] == "roboreward-label"
+    assert settings["reward_model"]["client"] == "helm_roboreward.clients.baselines.ConstantScoreClient"
+    assert settings["reward_model"]["video"] == "frames" and settings["reward_model"]["prompt_version"] == "1"
+    assert settings["mode"] == "prefix" and settings["anchors"] == 3 and settings["subset"] == "kitchen_robot"
+    # the media where helm-run -o benchmark_output put them in the working folder (media locations, cache keys)
+    assert settings["media_dir"] == "benchmark_output/scenarios/roboreward"
+    assert settings["requests"] == 12 and settings["failed_requests"] == 0
+    assert list((prefix_run.out / "work/benchmark_output/scenarios/roboreward/frames").iterdir())
     assert table.schema.metadata[b"model"] == b"baseline/constant-3"
+    assert "12 requests, 0 answered from the request cache" in prefix_run.output
 
 
 def test_progress_follows_lerobots_schema(prefix_run: Labelled) -> None:
@@ -118,19 +124,9 @@ def test_plots_contact_sheet_and_low_scores(prefix_run: Labelled) -> None:
     assert "4 episode(s) scored <= 3" in prefix_run.output
 
 
-def test_prefix_clips_were_scored_and_nothing_carries_the_placeholder(prefix_run: Labelled) -> None:
-    states = run_states(prefix_run.out)
-    assert len(states) == 4 * 3  # three prefix clips per episode, the last the whole episode
-    tasks = {spec.task for spec in default_episodes(4)}
-    for state in states:
-        media = state["request"]["multimodal_prompt"]["media_objects"]  # type: ignore[index]
-        assert media[0]["text"] in {build_prompt(task) for task in tasks}
-        for item in media[1:]:
-            name = os.path.basename(os.path.dirname(item["location"])) + "/" + os.path.basename(item["location"])
-            assert "episode" not in name and "upto" not in name  # content-addressed frames
-    # the work copy says its rewards are placeholders; the label command printed no MAE
+def test_the_placeholder_is_reported_nowhere(prefix_run: Labelled) -> None:
     provenance = json.loads((prefix_run.out / "work/copy/roboreward_import.json").read_text())
-    assert provenance["labels"]["source"] == "placeholder"
+    assert provenance["labels"]["source"] == "placeholder"  # the work copy says its rewards are placeholders
     assert "mae" not in prefix_run.output.lower() and "error" not in prefix_run.output.lower()
 
 
@@ -157,7 +153,7 @@ def test_uniform_random_in_episode_mode_on_a_selection(dataset: Path, tmp_path: 
         assert row["score"] in {1.0, 2.0, 3.0, 4.0, 5.0} and row["raw_output"] == f"ANSWER: {int(row['score'])}"
         assert row["progress"] == (row["score"] - 1) / 4 and row["success"] == (row["score"] == 5)
     assert not (out / "roboreward_progress.parquet").exists() and (out / "last_frames.png").exists()
-    assert len(run_states(out)) == 2
+    assert settings_of(out)["requests"] == 2
 
 
 def test_out_inside_the_dataset_and_bad_entries_are_refused(dataset: Path) -> None:
@@ -167,12 +163,48 @@ def test_out_inside_the_dataset_and_bad_entries_are_refused(dataset: Path) -> No
         label_episodes(request)
     with pytest.raises(LabellingError, match="--mode prefix needs --anchors K with K >= 2"):
         label_episodes(LabelRequest(**{**request.__dict__, "mode": "prefix", "anchors": 1}))
-    with pytest.raises(LabellingError, match="cannot hold ','"):
-        run_entry("/tmp/a,b", "s", "baseline/constant-3", None, "")
-    with pytest.raises(LabellingError, match="must be key=value and not set data"):
-        run_entry("/tmp/copy", "s", "baseline/constant-3", None, "model=x")
-    assert run_entry("/tmp/copy", "s", "m/x", "d/y", "video=frames") == (
-        "roboreward:data=/tmp/copy,subset=s,video=frames,model=m/x,model_deployment=d/y")
+    with pytest.raises(LabellingError, match="'model' must not be set .*use --model and --model-deployment"):
+        entry_options("video=frames,model=x")
+    with pytest.raises(LabellingError, match="--entry-options 'video': .*must be key=value"):
+        entry_options("video")
+    with pytest.raises(LabellingError, match="-n/--threads 0: give a whole number >= 1"):
+        label_episodes(LabelRequest(**{**request.__dict__, "out": str(dataset.parent / "o"), "threads": 0}))
+    assert entry_options(" video=frames, max_frames=16 ") == {"video": "frames", "max_frames": "16"}
+
+
+def test_what_reaches_the_model_and_the_cache_helm_run_wrote(dataset: Path, tmp_path: Path) -> None:
+    """The vLLM client on a loopback server: label's requests are helm-run's (earlier versions ran helm-run on the
+    working copy), and a label run reuses a request cache helm-run wrote: it sends nothing again."""
+    model = ["--model", "teetone/roboreward-8b", "--model-deployment", "vllm/roboreward-8b"]
+    tasks = {build_prompt(spec.task) for spec in default_episodes(4)}
+    with FakeModelServer() as fake:
+        env = helm_environment(fake)
+        out = tmp_path / "out"
+        first = label(dataset, out, private_local_path(tmp_path / "local", fake), *model, "--mode", "prefix",
+                      "--anchors", "2", env=env)
+        assert "8 requests, 0 answered from the request cache" in first
+        ours = fake.requests_to("chat")
+        assert len(ours) == 8
+        for recorded in ours:
+            parts = media_parts(recorded)
+            assert parts[0].text in tasks and [part.kind for part in parts[1:]] == ["video"]
+            text = without_media_payloads(recorded)
+            assert "episode_" not in text and "placeholder" not in text and "upto" not in text  # no file name
+        # the command earlier versions ran: helm-run on the working copy, in the working folder, its own cache
+        fake.clear()
+        helm_local = private_local_path(tmp_path / "helm-local", fake)
+        entry = (f"roboreward:data={out / 'work' / 'copy'},subset=kitchen_robot,model=teetone/roboreward-8b,"
+                 "model_deployment=vllm/roboreward-8b")
+        done = subprocess.run([cli("helm-run"), "-r", entry, "--suite", "roboreward-label", "-m", "8", "-n", "2",
+                               "--local-path", str(helm_local), "-o", "benchmark_output"], cwd=out / "work", env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        check_completed(done, "helm-run on the working copy")
+        theirs = fake.requests_to("chat")
+        assert sorted(recorded.raw for recorded in theirs) == sorted(recorded.raw for recorded in ours)
+        fake.clear()
+        again = label(dataset, out, helm_local, *model, "--mode", "prefix", "--anchors", "2", env=env)
+        assert fake.requests_to("chat") == [] and "8 requests, 8 answered from the request cache" in again
+    assert settings_of(out)["answers_from_cache"] == 8
 
 
 @pytest.mark.slow
@@ -187,8 +219,6 @@ def test_the_tiny_qwen3vl_labels_through_the_transformers_client(dataset: Path, 
     rows = pq.read_table(out / "episode_rewards.parquet").to_pylist()
     assert len(rows) == 4 and all(row["model"] == "teetone/roboreward-8b" for row in rows)
     assert all(len(row["raw_output"]) == 6 and not row["request_failed"] for row in rows)  # the tiny model's answers
-    states = run_states(out)
-    assert all(state["request"]["multimodal_prompt"]["media_objects"][1]["content_type"] == "video/mp4"  # type: ignore
-               for state in states)
+    assert settings_of(out)["reward_model"]["video"] == "native"  # the mp4 itself, as the benchmark sends it
     progress = pq.read_table(out / "roboreward_progress.parquet")
     assert progress.num_rows == 8 + 9 + 10 + 11
