@@ -3,14 +3,19 @@
 Builds the synthetic 2,831-row copy of ``warm_leaderboard.py`` (the published row counts per subset, tiny videos),
 runs the 23 subset entries once with the offline constant baseline, then clones those 23 runs for 25 model names
 (registered in a ``--local-path`` of their own), which is what summarize reads: 575 runs of 2,831 rows each model.
-Then it times, in fresh processes, with peak memory (``/usr/bin/time``):
+Then it times, in fresh processes, with CPU seconds (user + system) and peak memory (``/usr/bin/time``; on a
+shared machine the CPU seconds move less than the wall clock):
 
 - README's ``helm-summarize`` command with this package's summarizer and HELM's default ``--num-threads`` (8);
   before the fix it crashed in every try on Python 3.11.7 (mako compiling templates in 8 threads at once);
 - the same with ``--num-threads 1`` (the old workaround), for the ratio;
 - ``roboreward report`` on the summarized suite.
 
-    python benchmarks/summarize_full_size.py [--work-dir DIR] [--models 25]
+    python benchmarks/summarize_full_size.py [--work-dir DIR] [--models 25] [--reuse]
+
+With ``--work-dir DIR`` the suite is kept; ``--reuse`` times it again without rebuilding (helm-run and the cloning
+take minutes). The suite's run files are those helm-run wrote; helm-summarize rewrites its predictions pages and
+tables each time, the same every time.
 """
 
 from __future__ import annotations
@@ -80,23 +85,26 @@ def clone_runs(suite_dir: Path, models: int) -> int:
     return len(sources) * models
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, float, int]:
-    """``(seconds, peak resident MB, exit status)`` of one command in a fresh process."""
+def timed(command: list[str], cwd: Path) -> tuple[float, float, float, int]:
+    """``(seconds, CPU seconds, peak resident MB, exit status)`` of one command in a fresh process."""
     started = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], cwd=cwd, capture_output=True, text=True,
+    done = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *command], cwd=cwd, capture_output=True, text=True,
                           env=environment())
     seconds = time.perf_counter() - started
-    peak_kb = int(done.stderr.strip().splitlines()[-1]) if done.stderr.strip() else 0
+    last = done.stderr.strip().splitlines()[-1].split() if done.stderr.strip() else ["0", "0", "0"]
     if done.returncode != 0:
         print(done.stdout[-1500:], done.stderr[-1500:])
-    return seconds, peak_kb / 1024, done.returncode
+    return seconds, float(last[1]) + float(last[2]), int(last[0]) / 1024, done.returncode
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work-dir", default=None, help="where the copy and the outputs go (default: a temp dir)")
     parser.add_argument("--models", type=int, default=25)
+    parser.add_argument("--reuse", action="store_true", help="time the suite already in --work-dir, build nothing")
     args = parser.parse_args()
+    if args.reuse and not args.work_dir:
+        parser.error("--reuse needs the --work-dir of an earlier run")
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="roboreward-summarize-"))
     data = work / "copy"
     if not (data / "test" / "metadata.jsonl").exists():
@@ -104,7 +112,11 @@ def main() -> int:
     local = local_path(work / "local", args.models)
     suite = "full"
     suite_dir = work / "benchmark_output" / "runs" / suite
-    if not suite_dir.exists():
+    if args.reuse and not suite_dir.exists():
+        parser.error(f"--reuse: no suite in {suite_dir}; run once without --reuse to build it")
+    if suite_dir.exists():
+        print(f"suite: reusing the runs in {suite_dir}")
+    else:
         started = time.perf_counter()
         run_once(data, work, local, suite)
         runs = clone_runs(suite_dir, args.models)
@@ -120,9 +132,11 @@ def main() -> int:
     report = [str(BIN / "roboreward"), "report", "--suite", suite, "--output-path", "benchmark_output",
               "--local-path", str(local), "--out", str(work / "report")]
     rows.append(("roboreward report", *timed(report, work)))
-    print(f"{'command':45} {'seconds':>8} {'peak MB':>8} {'exit':>5}")
-    for label, seconds, peak, status in rows:
-        print(f"{label:45} {seconds:8.1f} {peak:8.0f} {status:5d}")
+    print(f"{'command':45} {'seconds':>8} {'CPU s':>8} {'peak MB':>8} {'exit':>5}")
+    for label, seconds, cpu, peak, status in rows:
+        print(f"{label:45} {seconds:8.1f} {cpu:8.1f} {peak:8.0f} {status:5d}")
+    print(f"summarize (default threads) + report: {rows[0][1] + rows[2][1]:.1f} s wall, "
+          f"{rows[0][2] + rows[2][2]:.1f} s CPU; load average at the end: {os.getloadavg()[0]:.2f}")
     print(f"default threads / one thread: {rows[0][1] / rows[1][1]:.2f}x (python {sys.version.split()[0]})")
     return 0 if all(status == 0 for *_, status in rows) else 1
 

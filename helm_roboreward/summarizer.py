@@ -25,9 +25,7 @@ pooled over all rows).
 
 import dataclasses
 import hashlib
-import json
 import os
-import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -35,7 +33,6 @@ from typing import Any
 from helm.benchmark.adaptation.adapter_spec import AdapterSpec
 from helm.benchmark.metrics.metric_name import MetricName
 from helm.benchmark.metrics.statistic import Stat
-from helm.benchmark.presentation.run_display import write_run_display_json
 from helm.benchmark.presentation.schema import MetricNameMatcher, RunGroup
 from helm.benchmark.presentation.summarize import (
     Run,
@@ -62,13 +59,17 @@ from helm_roboreward.core.stats import (
     stat,
 )
 from helm_roboreward.data.rows import KINDS
-from helm_roboreward.media.paths import media_objects
+from helm_roboreward.predictions_pages import (  # noqa: F401 (missing_media*: this module's names too)
+    missing_media,
+    missing_media_message,
+    model_mismatch_warning,
+    run_pages,
+)
 from helm_roboreward.protocol import (
     FRAME_FIELDS,
     LEADERBOARD_GROUPS,
     MAX_SCORE,
     MIN_SCORE,
-    PARSED,
     SUBSET_PARENT_GROUPS,
     FrameOptions,
     subset_info,
@@ -97,75 +98,6 @@ MAX_FOLDER_IN_NAME = 24
 """Characters of a local copy's folder name kept in table names (the hash of its path keeps them apart)."""
 MAX_FILE_NAME_BYTES = 255
 """HELM writes ``groups/json/<group>_<table>.json``; most file systems take 255 bytes per name."""
-DISPLAY_FILES = ("instances.json", "display_predictions.json", "display_requests.json")
-"""The per-run files of the predictions page (HELM's ``write_run_display_json``)."""
-MAX_LISTED_RUNS = 3
-
-
-def missing_media(run_path: str) -> list[str]:
-    """The local media files a run's ``scenario_state.json`` points to that do not exist, sorted.
-
-    Paths are checked as HELM's ``MediaObject`` checks them: relative to the working directory, URLs skipped.
-    """
-    try:
-        with open(os.path.join(run_path, "scenario_state.json"), encoding="utf-8") as handle:
-            state = json.load(handle)
-    except (OSError, ValueError):
-        return []
-    locations = {location for _, location in media_objects(state)
-                 if urllib.parse.urlparse(location).scheme not in ("http", "https")}
-    return sorted(location for location in locations if not os.path.exists(location))
-
-
-def missing_media_message(skipped: Sequence[tuple[str, list[str]]]) -> str:
-    """The one log line for the runs whose predictions pages were skipped: ``(run name, missing files)`` each."""
-    missing = sorted({path for _, paths in skipped for path in paths})
-    runs = sorted(name for name, _ in skipped)
-    listed = ", ".join(runs[:MAX_LISTED_RUNS]) + (f" and {len(runs) - MAX_LISTED_RUNS} more"
-                                                   if len(runs) > MAX_LISTED_RUNS else "")
-    return (f"RoboReward: media file {missing[0]} does not exist ({len(missing)} missing file(s) in all, from the "
-            f"folder {os.getcwd()}); the leaderboard is written, but the predictions pages of {len(runs)} run(s) "
-            f"are skipped: {listed}. Fix: run helm-summarize from the folder that holds benchmark_output (media "
-            "paths are relative to it), or rerun roboreward prepare / helm-run there to rebuild the media; when "
-            "copying results elsewhere, copy scenarios/ too, not only runs/.")
-
-
-def add_reward_model_stats(run: Run) -> None:
-    """Give a RoboReward run its reward-model statistics, from the rows it wrote, unless it has them.
-
-    A plain run's metric computes only what the leaderboard needs; ``score=expected`` runs carry these already.
-    The rows are read as the report reads them, so both show the same numbers; a failed request its run left out
-    (``failed=skip``) enters no statistic. A run whose files cannot be read keeps its stats as they are.
-    """
-    if not run.run_spec.scenario_spec.class_name.endswith(".RoboRewardScenario") or any(
-            stat.name.name == "preference_pairs" for stat in run.stats):
-        return
-    from helm_roboreward.core.ordering import reward_model_stats
-    from helm_roboreward.presentation.report.loading import UnusableRunError, instance_rows
-    from helm_roboreward.presentation.report.reward_model import scored
-
-    try:
-        rows, _ = instance_rows(run.run_path, str(run.run_spec.scenario_spec.args.get("subset", "")))
-    except UnusableRunError:
-        return
-    values = reward_model_stats(scored(row, PARSED) for row in rows.values() if row.gold is not None
-                                and not row.left_out)
-    run.stats.extend(Stat(MetricName(name, split="test")).add(value) for name, value in values.items())
-
-
-def _remove_stale_display_files(run_path: str) -> None:
-    """Remove predictions-page files older than the run's scenario state: they show an earlier run's answers."""
-    try:
-        state_time = os.path.getmtime(os.path.join(run_path, "scenario_state.json"))
-    except OSError:
-        return
-    for name in DISPLAY_FILES:
-        path = os.path.join(run_path, name)
-        try:
-            if os.path.getmtime(path) < state_time:
-                os.unlink(path)
-        except OSError:
-            pass  # absent: nothing stale
 
 
 def table_name(group: str, subgroup: str, args: Mapping[str, Any]) -> str:
@@ -228,33 +160,38 @@ class RoboRewardSummarizer(Summarizer):
         super().write_schema()
 
     def write_run_display_json(self, skip_completed: bool) -> None:
-        """HELM's predictions pages, one run after another, skipping runs whose media files are gone.
+        """HELM's predictions pages, skipping runs whose media files are gone; the reward-model statistics.
 
         HELM writes these pages from ``--num-threads`` threads, and each page compiles the schema's metric names
         as mako templates; concurrent ``compile()`` calls corrupt CPython's AST recursion counter on some
         versions (Python 3.11.7 here: "SystemError: AST constructor recursion depth mismatch", every try at the
-        leaderboard's full size of 575 runs). The work is CPU-bound under the GIL, so threads bought little:
-        this writes the pages in order (benchmarks/summarize_full_size.py gives the time). The other phases keep
-        HELM's own behaviour.
+        leaderboard's full size of 575 runs), and the work is CPU-bound under the GIL. Here a RoboReward run's
+        page is written by :mod:`helm_roboreward.predictions_pages` (the same files; metric names rendered once,
+        the per-instance stats decoded once and reused for the reward-model statistics), in up to
+        ``--num-threads`` forked processes, at most one per CPU; other benchmarks' runs by HELM's function, in
+        this process. The other phases keep HELM's own behaviour (benchmarks/summarize_full_size.py gives the
+        time).
 
         A run fails here only because HELM rebuilds its requests' media objects, which assert that every local
         file exists; any other failure is re-raised. Display files of a skipped run that are older than its
         scenario state are removed (they would show an earlier run's answers).
         """
         skipped: list[tuple[str, list[str]]] = []
-        for run in self.runs:
-            try:
-                write_run_display_json(run.run_path, run.run_spec, self.schema, skip_completed)
-            except Exception:
-                missing = missing_media(run.run_path)
-                if not missing:
-                    raise
-                skipped.append((run.run_spec.name, missing))
-                _remove_stale_display_files(run.run_path)
+        workers = min(self.num_threads, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1)
+        for run, outcome in zip(self.runs, run_pages(self.runs, self.schema, skip_completed, workers), strict=True):
+            if outcome.missing:
+                skipped.append((run.run_spec.name, outcome.missing))
+            if outcome.warning:
+                hwarn(outcome.warning)
+            if outcome.values:
+                run.stats.extend(Stat(MetricName(name, split="test")).add(value)
+                                 for name, value in outcome.values.items())
+            mismatch = model_mismatch_warning(run)
+            if mismatch:
+                hwarn(mismatch)
         if skipped:
             hwarn(missing_media_message(skipped))
-        for run in self.runs:
-            add_reward_model_stats(run)
 
     def create_cell(self, runs: list[Run], matcher: MetricNameMatcher, additional_info: str | None,
                     hide_value: bool = False, is_scenario_table: bool = False) -> Cell:

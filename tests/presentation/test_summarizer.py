@@ -17,7 +17,7 @@ from helm.benchmark.presentation.table import Cell, HeaderCell, Table
 from helm.benchmark.run_spec import RunSpec
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
-from helm_roboreward import summarizer
+from helm_roboreward import predictions_pages, summarizer
 from helm_roboreward.core.stats import COST, FAILURE_MODES, REWARD_MODEL, in_group, kind_mae
 from helm_roboreward.data.rows import KINDS
 from helm_roboreward.summarizer import (
@@ -370,6 +370,6 @@ def test_stale_predictions_pages_are_removed_and_fresh_ones_kept(tmp_path: Path)
     for name, offset in (("instances.json", -60), ("display_predictions.json", -60), ("display_requests.json", 60)):
         (run_dir / name).write_text("[]")
         os.utime(run_dir / name, (state_time + offset, state_time + offset))
-    summarizer._remove_stale_display_files(str(run_dir))
+    predictions_pages._remove_stale_display_files(str(run_dir))
     assert sorted(path.name for path in run_dir.iterdir()) == ["display_requests.json", "scenario_state.json"]
-    summarizer._remove_stale_display_files(str(tmp_path / "no-such-run"))  # nothing to do, no error
+    predictions_pages._remove_stale_display_files(str(tmp_path / "no-such-run"))  # nothing to do, no error

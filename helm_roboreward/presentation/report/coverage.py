@@ -104,6 +104,19 @@ def _listing(names: list[str]) -> str:
     return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
 
 
+def _check_counted_runs_readable(suite: SuiteRows, suite_dir: str, leaderboard: Leaderboard) -> None:
+    """Stop when a run the leaderboard counts could not be read here (a damaged file), as for a deleted folder."""
+    damaged = sorted(run for run in suite.skipped if run in leaderboard.table_of_run)
+    if not damaged:
+        return
+    listed = _listing([f"{os.path.join(suite_dir, run)}: {suite.skipped[run]}" for run in damaged])
+    raise ReportError(
+        f"suite {suite.suite!r}: the leaderboard ({os.path.join(suite_dir, 'groups')}) counts run(s) this report "
+        f"cannot read, so their means would differ: {listed}. Fix: rerun helm-run for each such run entry into this "
+        "suite (it rewrites the run's files), or move the run folder out of the suite folder and helm-summarize "
+        "again (the leaderboard then leaves it out too). Nothing was written.")
+
+
 def check_leaderboard_coverage(suite: SuiteRows, suite_dir: str) -> list[str]:
     """Stop when the leaderboard leaves out a subset the report would count; otherwise notes for the report.
 
@@ -116,10 +129,12 @@ def check_leaderboard_coverage(suite: SuiteRows, suite_dir: str) -> list[str]:
         leaderboard mean covers only its own, the report's macro MAE all of them).
 
     Raises:
-        ReportError: Some subset's run feeds no leaderboard mean; the message names the subsets, the runs and
-            the fix.
+        ReportError: Some subset's run feeds no leaderboard mean, or the leaderboard counts a run the report could
+            not read (:attr:`SuiteRows.skipped`); the message names the runs (and files) and the fix.
     """
     leaderboard = read_leaderboard(suite_dir)
+    if leaderboard is not None:
+        _check_counted_runs_readable(suite, suite_dir, leaderboard)
     if leaderboard is None:
         return [f"suite {suite.suite!r} has not been summarized (no {os.path.join(suite_dir, 'groups')}): there is "
                 "no leaderboard to compare with; the means here are over every subset the runs hold"]

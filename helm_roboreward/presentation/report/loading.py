@@ -137,6 +137,11 @@ class SuiteRows:
     sources: dict[str, RunData] = field(default_factory=dict)
     """Run name -> where its rows came from, for every usable run."""
 
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Run folder name -> why the report could not read it (the file and what is wrong), for every RoboReward run
+    left out (:func:`~helm_roboreward.presentation.report.coverage.check_leaderboard_coverage` stops when the
+    leaderboard counts one)."""
+
 
 class _UnusableRunError(Exception):
     """A run that cannot be read; the message says why."""
@@ -292,14 +297,18 @@ class UnusableRunError(Exception):
     """A run whose files cannot be read; the message says why."""
 
 
-def instance_rows(run_dir: str, subset: str) -> tuple[dict[str, InstanceRow], dict[str, dict[str, Any]]]:
+def instance_rows(run_dir: str, subset: str, per_instance: Any = None
+                  ) -> tuple[dict[str, InstanceRow], dict[str, dict[str, Any]]]:
     """A run's rows by instance id and its instances (as JSON) by id; ``subset`` is the run spec's argument.
+
+    ``per_instance``: the run's ``per_instance_stats.json`` already decoded (None: read here).
 
     Raises:
         UnusableRunError: per_instance_stats.json is missing, unreadable or empty.
     """
     try:
-        per_instance = _read_json(os.path.join(run_dir, "per_instance_stats.json"))
+        if per_instance is None:
+            per_instance = _read_json(os.path.join(run_dir, "per_instance_stats.json"))
         if not isinstance(per_instance, list) or not per_instance:
             raise _UnusableRunError("per_instance_stats.json holds no instances")
         instances = _instances_by_id(run_dir)
@@ -359,10 +368,58 @@ def _mismatches(run: Run, run_means: dict[str, float]) -> list[str]:
     return warnings
 
 
-def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str], set[str]]:
-    """The usable RoboReward runs of a suite, the warnings about the others, and every run folder's name."""
+def _name_option(run_name: str, key: str) -> str | None:
+    """The value of ``key=`` in a run name (``roboreward:subset=a,...,model=org_name``), or None."""
+    for option in run_name.split(":", 1)[-1].split(","):
+        name, _, value = option.partition("=")
+        if name == key:
+            return value
+    return None
+
+
+def model_mismatch(run_name: str, model: str, deployment: str | None) -> str | None:
+    """How a run's name and its run_spec.json disagree on the model, or None when they agree.
+
+    HELM writes ``model=<model>`` (``/`` as ``_``) into the run name from the run entry (a deployment named there
+    instead also reads as agreeing); its leaderboard files the run under ``adapter_spec.model``. A run_spec.json
+    copied or edited from another run would put its numbers in that model's row while its name says another
+    model. ``model_deployment=`` in a name is not compared: routing may run a twin of it (``-greedy``).
+    """
+    named = _name_option(run_name, "model")
+    if named is None or named in (model.replace("/", "_"), (deployment or "").replace("/", "_")):
+        return None
+    return f"its name says model={named} but its run_spec.json records the model {model}"
+
+
+def _check_models(runs: list[tuple[str, dict[str, Any]]], suite_dir: str) -> None:
+    """Stop on a run whose folder name or run_spec.json name disagrees with the model its run_spec.json records."""
+    problems = []
+    for run_dir, run_spec in runs:
+        adapter_spec = run_spec.get("adapter_spec")
+        adapter_spec = adapter_spec if isinstance(adapter_spec, dict) else {}
+        model, deployment = str(adapter_spec.get("model", "")), adapter_spec.get("model_deployment")
+        for name in dict.fromkeys([os.path.basename(run_dir), str(run_spec.get("name") or "")]):
+            problem = model_mismatch(name, model, None if deployment is None else str(deployment))
+            if problem:
+                problems.append(f"run folder {run_dir}: {problem}")
+                break
+    if problems:
+        raise ReportError(
+            f"{_listing(problems)}. helm-summarize files a run under the model its run_spec.json records, so the "
+            "leaderboard shows these numbers in that model's row (averaged with that model's own run of the subset, "
+            "if any) while the run's name says otherwise: the run_spec.json was copied or edited from another run. "
+            f"Fix: rerun helm-run for the run entry of the folder name into this suite, or move the folder out of "
+            f"{suite_dir}, then helm-summarize again. Nothing was written.")
+
+
+def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str], set[str], dict[str, str]]:
+    """The usable RoboReward runs of a suite, the warnings about the others, every run folder's name.
+
+    And, per RoboReward run left out, why (:attr:`SuiteRows.skipped`).
+    """
     found, roboreward_dirs, foreign = [], [], []
     unreadable: list[str] = []
+    skipped: dict[str, str] = {}
     for name in sorted(os.listdir(suite_dir)):
         run_dir = os.path.join(suite_dir, name)
         if not os.path.isfile(os.path.join(run_dir, "run_spec.json")):
@@ -376,6 +433,7 @@ def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str], 
             run_spec = _read_json(os.path.join(run_dir, "run_spec.json"))
         except _UnusableRunError as reason:
             unreadable.append(f"run {name} skipped: {reason}")
+            skipped[name] = str(reason)
             continue
         scenario_spec = run_spec.get("scenario_spec") if isinstance(run_spec, dict) else None
         if isinstance(scenario_spec, dict) and scenario_spec.get("class_name") == SCENARIO_CLASS:
@@ -389,26 +447,29 @@ def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str], 
         reasons = f" ({'; '.join(unreadable[:MAX_LISTED])})" if unreadable else ""
         raise ReportError(f"suite {suite!r} has no RoboReward runs (scenario {SCENARIO_CLASS}); runs found: "
                           f"{runs_found}{reasons}")
+    _check_models(roboreward_dirs, suite_dir)
     runs: list[Run] = []
     warnings: list[str] = list(unreadable)
     if foreign:
         warnings.append(f"{len(foreign)} run(s) of other benchmarks ignored: {_listing(foreign)}")
     for run_dir, run_spec in roboreward_dirs:
+        name = os.path.basename(run_dir)
         try:
             run, run_warnings = _read_run(run_dir, run_spec)
         except _UnusableRunError as reason:
-            warnings.append(f"run {os.path.basename(run_dir)} skipped: {reason}")
+            skipped[name] = str(reason)
+            warnings.append(f"run {name} skipped: {reason}")
             continue
         except (AttributeError, KeyError, TypeError, ValueError) as error:
-            warnings.append(f"run {os.path.basename(run_dir)} skipped: malformed stats or instances "
-                            f"({type(error).__name__}: {error})")
+            skipped[name] = f"malformed stats or instances ({type(error).__name__}: {error})"
+            warnings.append(f"run {name} skipped: {skipped[name]}")
             continue
         runs.append(run)
         warnings += run_warnings
     if not runs:
         raise ReportError(f"none of the {len(roboreward_dirs)} RoboReward runs of suite {suite!r} is usable: "
                           + "; ".join(warnings[:MAX_LISTED]))
-    return runs, warnings, set(found)
+    return runs, warnings, set(found), skipped
 
 
 def _latest_per_subset(runs: list[Run], display_names: dict[str, str]) -> tuple[list[ModelRows], list[str]]:
@@ -470,10 +531,11 @@ def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> S
         The rows per model, with warnings (skipped runs) and notes (overlapping runs).
 
     Raises:
-        ReportError: The suite does not exist, has no RoboReward runs, none of them is usable, or runs of one model
-            with different settings cover one subset.
+        ReportError: The suite does not exist, has no RoboReward runs, none of them is usable, a run's name and its
+            run_spec.json disagree on the model (:func:`model_mismatch`), or runs of one model with different
+            settings cover one subset.
     """
-    runs, warnings, run_names = _read_suite_runs(suite_directory(output_path, suite), suite)
+    runs, warnings, run_names, skipped = _read_suite_runs(suite_directory(output_path, suite), suite)
     warnings += label_notes(run.source.data for run in runs)
     models, notes = _latest_per_subset(runs, display_names)
-    return SuiteRows(suite, models, warnings, notes, run_names, {run.name: run.source for run in runs})
+    return SuiteRows(suite, models, warnings, notes, run_names, {run.name: run.source for run in runs}, skipped)

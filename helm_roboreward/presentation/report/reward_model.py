@@ -30,10 +30,10 @@ from helm_roboreward.core.ordering import (
     kendall_tau_b,
     ladder_groups,
     macro,
-    ordered_right,
-    preference_pairs,
+    preference_counts,
     says_success,
     subset_ordering,
+    task_groups,
     total_counts,
 )
 from helm_roboreward.presentation.report.bootstrap import (
@@ -118,8 +118,9 @@ class _Clusters:
         first_of: dict[int, int] = {}
         for position, cluster in enumerate(base):
             self._union(first_of.setdefault(int(cluster), position), position)
-        for a, b in preference_pairs(rows):
-            self._union(self.index[a.instance_id], self.index[b.instance_id])
+        for group in task_groups(rows):  # every row of such a group is in a pair: the pairs join the whole group
+            for row in group[1:]:
+                self._union(self.index[group[0].instance_id], self.index[row.instance_id])
         roots = [self._root(position) for position in range(len(rows))]
         numbering: dict[int, int] = {}
         self.of_row = np.array([numbering.setdefault(root, len(numbering)) for root in roots], dtype=np.int64)
@@ -211,10 +212,11 @@ def subset_replicates(rows: Sequence[ScoredRow], subset: str, resamples: int, se
     weights = draw_cluster_weights(clusters.count, resamples, subset_rng(seed, subset))
     row_weights = weights[:, clusters.of_row]
     correct, pairs = np.zeros(clusters.count), np.zeros(clusters.count)
-    for a, b in preference_pairs(rows):
-        cluster = clusters.of(a)
-        correct[cluster] += ordered_right(a, b)
-        pairs[cluster] += 1
+    for group in task_groups(rows):  # one cluster holds the whole group (:class:`_Clusters`)
+        cluster = clusters.of(group[0])
+        right, count = preference_counts(group)
+        correct[cluster] += right
+        pairs[cluster] += count
     ladders = ladder_groups(rows)
     ladder_sums, ladder_counts = _group_sums(ladders, clusters)
     tau_sums, _ = _group_sums(ladders, clusters, tau=True)
