@@ -58,7 +58,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not shown:
         print(f"roboreward: suite {args.suite} has no RoboReward leaderboard groups.", file=sys.stderr)
         return 1
+    _print_comparability(args.output_path, args.suite)
     return 0
+
+
+def _print_comparability(output_path: str, suite: str) -> None:
+    """Each row's verdict under the tables: comparable with the published leaderboard, or why not."""
+    from helm_roboreward.presentation.publish.evidence import suite_facts
+    from helm_roboreward.presentation.report.errors import ReportError
+
+    try:
+        verdicts = suite_facts(output_path, suite).verdicts()
+    except ReportError as error:  # a suite the report cannot read: the tables stand without the note
+        print(f"roboreward: comparability not judged: {error}", file=sys.stderr)
+        return
+    print("Comparable with the published leaderboard? (docs/publishing.md)")
+    for model, verdict in verdicts.items():
+        print(f"  {model}: {verdict.line}")
 
 
 if __name__ == "__main__":

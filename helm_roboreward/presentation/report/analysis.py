@@ -147,6 +147,9 @@ class ReportData:
     published: PublishedReference | None = None
     """The published leaderboard beside the models, or why it is left out; None with ``--no-published``."""
 
+    comparability: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    """Per model key: comparable with the published leaderboard, and the verdict's line (docs/publishing.md)."""
+
 
 def _subset_sample(subset: str, rows_per_model: list[list[InstanceRow]]) -> SubsetSample:
     """The subset's error matrix over the union of the models' rows, with the rows' clusters."""

@@ -64,11 +64,14 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from helm_roboreward.media.containment import write_inside
+    from helm_roboreward.presentation.publish.evidence import gather
+    from helm_roboreward.presentation.publish.latex import LEADERBOARD_TEX, leaderboard_tex
     from helm_roboreward.presentation.report.analysis import Settings, analyse
     from helm_roboreward.presentation.report.coverage import check_leaderboard_coverage
     from helm_roboreward.presentation.report.loading import load_suite, suite_directory
     from helm_roboreward.presentation.report.model_names import model_display_names
-    from helm_roboreward.presentation.report.plots import require_matplotlib, write_plots
+    from helm_roboreward.presentation.report.plots import OUT_FIX, require_matplotlib, write_plots
     from helm_roboreward.presentation.report.writer import REPORT_FILE, write_report
 
     require_matplotlib()  # before any work: fail fast when the plots cannot be drawn
@@ -80,7 +83,11 @@ def _report(args: argparse.Namespace) -> int:
         print(f"roboreward report: note: {note}", file=sys.stderr)
     data = analyse(suite, Settings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                                    published=not args.no_published))
+    facts = gather(suite, args.output_path)  # the comparability rule, once per model (docs/publishing.md)
+    data.comparability = {key: (verdict.comparable, verdict.line) for key, verdict in facts.verdicts().items()}
     files = write_report(data, args.out) + write_plots(data, args.out)
+    write_inside(args.out, LEADERBOARD_TEX, leaderboard_tex(facts, not args.no_published).encode("utf-8"), OUT_FIX)
+    files.append(LEADERBOARD_TEX)
     for warning in data.warnings:
         print(f"roboreward report: warning: {warning}", file=sys.stderr)
     print(f"roboreward report: suite {args.suite}: {len(data.models)} model(s), {len(data.subsets)} subset(s) -> "

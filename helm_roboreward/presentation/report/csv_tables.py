@@ -33,6 +33,12 @@ def leaderboard_rows(data: ReportData, digits: int = 3) -> list[list[str]]:
             for model in data.models]
 
 
+def _comparability(data: ReportData, model: str) -> list[str]:
+    """``yes``/``no`` and the verdict's line ('' when the report was not given one)."""
+    comparable, line = data.comparability.get(model, (None, ""))
+    return ["" if comparable is None else "yes" if comparable else "no", line]
+
+
 def _csv_text(header: list[str], rows: list[list[str]]) -> str:
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer)
@@ -95,8 +101,10 @@ def csv_texts(data: ReportData) -> dict[str, str]:
     ids = [subset.id for subset in data.subsets]
     texts = {
         LEADERBOARD_FILE: _csv_text(
-            ["model", "mean"] + ids + ["model_id", "missing_subsets", "failed_subsets"],
-            [row + [model.model, " ".join(model.missing_subsets), " ".join(model.failed_subsets)]
+            ["model", "mean"] + ids + ["model_id", "missing_subsets", "failed_subsets", "comparable",
+                                       "comparability"],
+            [row + [model.model, " ".join(model.missing_subsets), " ".join(model.failed_subsets),
+                    *_comparability(data, model.model)]
              for row, model in zip(leaderboard_rows(data, digits=6), data.models, strict=True)]),
         SUBSET_FILE: _csv_text(
             ["model", "subset", "rows", "mae", "ci_low", "ci_high", "too_small"],

@@ -323,6 +323,12 @@ def _confusions(data: ReportData) -> list[str]:
 def _method(data: ReportData) -> list[str]:
     settings = data.settings
     lines = []
+    if data.comparability:
+        lines += ["", "## Comparable with the published leaderboard?", "",
+                  "One rule, as `roboreward publish` applies it (docs/publishing.md): the public split at the "
+                  "published metadata hash, every row of the 23 subsets, official defaults only.", ""]
+        lines += [f"- {markdown_text(model.display_name)}: {markdown_text(data.comparability[model.model][1])}"
+                  for model in data.models if model.model in data.comparability]
     if data.notes:
         lines += ["", "## Notes", ""] + [f"- {markdown_text(note)}" for note in data.notes]
     return lines + ["", "## Method", "",

@@ -98,4 +98,4 @@ def test_leaderboard_csv_columns_are_in_the_official_order(published_report: Pat
     with open(published_report / LEADERBOARD_FILE, encoding="utf-8") as handle:
         header = next(csv.reader(handle))
     assert header == ["model", "mean", *[subset.id for subset in OFFICIAL_SUBSETS], "model_id", "missing_subsets",
-                      "failed_subsets"]
+                      "failed_subsets", "comparable", "comparability"]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.harness import TIMEOUT, check_completed, helm_environment, helm_summarize_command
+from tests.helpers.report_cli import one_line_error, report, runs_of
 from tests.helpers.suite import SUITE, SuiteCopy
-from tests.presentation.report.test_report_cli import one_line_error, report, runs_of
 
 
 def file_bytes(folder: Path) -> dict[str, bytes]:

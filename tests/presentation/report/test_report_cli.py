@@ -21,8 +21,9 @@ from PIL import Image
 
 from helm_roboreward import cli
 from helm_roboreward.scenario import instance_id
-from tests.helpers.harness import PROD_ENV, TIMEOUT, check_completed, helm_environment, helm_summarize_command
+from tests.helpers.harness import TIMEOUT, check_completed, helm_environment, helm_summarize_command
 from tests.helpers.harness import cli as console_script
+from tests.helpers.report_cli import one_line_error, report, run_dirs, runs_of
 from tests.helpers.sample import constant_mae, rows_of, sample_rows, subset_of
 from tests.helpers.suite import SUITE, SampleSuite, SuiteCopy
 
@@ -41,28 +42,9 @@ def copy(copy_suite: Callable[..., SuiteCopy]) -> Path:
     return copy_suite(summarized=False, media="none").output
 
 
-def report(output: Path, out: Path, *extra: str, local: Path = PROD_ENV, resamples: str = "200") -> int:
-    return cli.main(["report", "--suite", SUITE, "--output-path", str(output), "--out", str(out), "--local-path",
-                     str(local), "--resamples", resamples, *extra])
-
-
-def run_dirs(output: Path) -> list[Path]:
-    return sorted(path for path in (output / "runs" / SUITE).iterdir() if (path / "run_spec.json").exists())
-
-
-def runs_of(output: Path, model: str) -> list[Path]:
-    return [path for path in run_dirs(output) if path.name.endswith(f"model={model.replace('/', '_')}")]
-
-
 def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
-
-
-def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("roboreward report: ") and "\n" not in err and "Traceback" not in err, err
-    return err
 
 
 def subset_maes_from_stats(output: Path) -> dict[str, dict[str, float]]:
@@ -114,6 +96,12 @@ def test_report_on_the_demo_suite(built: Path, tmp_path: Path, capsys: pytest.Ca
         for subset in SAMPLE_SUBSETS:
             assert float(row[subset]) == pytest.approx(expected[subset], abs=1e-6)
         assert float(row["mean"]) == pytest.approx(sum(expected.values()) / 3, abs=1e-6)
+    # The comparability rule (docs/publishing.md), once per model, in the text, the CSV and the LaTeX table.
+    assert "## Comparable with the published leaderboard?" in text
+    assert text.count("not comparable with the published leaderboard: its runs read the bundled sample") == 2
+    assert {row["comparable"] for row in rows} == {"no"} and all(row["comparability"] for row in rows)
+    tex = (out / "leaderboard.tex").read_text(encoding="utf-8")
+    assert "\\toprule" in tex and "Constant 3 (baseline)" in tex and "comparable with the published" in tex
     pngs = sorted(path.name for path in out.glob("*.png"))
     assert pngs == ["confusion_baseline_constant-3.png", "confusion_baseline_uniform-random.png", "macro_mae.png",
                     "mae_heatmap.png", "reward_model.png"]
