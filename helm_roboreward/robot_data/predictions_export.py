@@ -37,6 +37,7 @@ def features(include_media: bool) -> Any:
         "request_failed": datasets.Value("bool"), "error": datasets.Value("string"),
         "prompt_version": datasets.Value("string"), "content_type": datasets.Value("string"),
         "media": datasets.Sequence(datasets.Value("string")),
+        "comparable": datasets.Value("bool"), "comparability": datasets.Value("string"),
     }
     if include_media:
         columns[MEDIA_COLUMN] = datasets.Sequence(datasets.Value("binary"))
@@ -100,13 +101,29 @@ def prediction_records(output_path: str, suite: str, include_media: bool = False
     runs = roboreward_runs(output_path, suite, unfinished)
     if not runs:
         raise DataError(f"--suite {suite}: no finished RoboReward run under {os.path.join(output_path, 'runs', suite)}")
+    verdicts = _verdicts(output_path, suite)
     for run in runs:
-        yield from _run_records(run, output_path, include_media)
+        yield from _run_records(run, output_path, include_media, verdicts)
 
 
-def _run_records(run: RunInfo, output_path: str, include_media: bool) -> Iterator[dict[str, Any]]:
+def _verdicts(output_path: str, suite: str) -> dict[str, tuple[bool | None, str]]:
+    """Each row's comparability verdict (docs/publishing.md), by model and by ``model@deployment``."""
+    from helm_roboreward.presentation.publish.evidence import suite_facts
+    from helm_roboreward.presentation.report.errors import ReportError
+
+    try:
+        return {key: (verdict.comparable, verdict.line) for key, verdict in suite_facts(output_path, suite)
+                .verdicts().items()}
+    except ReportError as error:  # a suite the rule cannot judge: said in every row, the export goes on
+        return {"": (None, f"not judged: {error}")}
+
+
+def _run_records(run: RunInfo, output_path: str, include_media: bool,
+                 verdicts: dict[str, tuple[bool | None, str]]) -> Iterator[dict[str, Any]]:
     settings = json.dumps(run.scenario_args, sort_keys=True)
     for prediction in predictions_of(run):
+        comparable, comparability = (verdicts.get(f"{prediction.model}@{prediction.deployment}")
+                                     or verdicts.get(prediction.model) or verdicts.get("") or (None, ""))
         record: dict[str, Any] = {
             "model": prediction.model, "deployment": prediction.deployment, "run": prediction.run,
             "run_settings": settings, "subset": prediction.subset, "row_key": prediction.source_file,
@@ -114,7 +131,7 @@ def _run_records(run: RunInfo, output_path: str, include_media: bool) -> Iterato
             "raw_output": prediction.raw_output, "score": prediction.score,
             "request_failed": prediction.request_failed, "error": prediction.error,
             "prompt_version": PROMPT_VERSION, "content_type": prediction.content_type,
-            "media": list(prediction.media),
+            "media": list(prediction.media), "comparable": comparable, "comparability": comparability,
         }
         if include_media:
             record[MEDIA_COLUMN] = _media_bytes(output_path, list(zip(prediction.media_types, prediction.media,

@@ -22,7 +22,8 @@ from tests.helpers.sample import SAMPLE
 from tests.helpers.suite import SUITE, SampleSuite
 
 COLUMNS = ["model", "deployment", "run", "run_settings", "subset", "row_key", "instance_id", "task", "gold",
-           "raw_output", "score", "request_failed", "error", "prompt_version", "content_type", "media"]
+           "raw_output", "score", "request_failed", "error", "prompt_version", "content_type", "media", "comparable",
+           "comparability"]
 
 
 def instances_of_suite(sample_suite: SampleSuite) -> dict[tuple[str, str], tuple[float, str, str]]:
@@ -54,6 +55,8 @@ def test_every_prediction_of_the_suite_is_a_row(sample_suite: SampleSuite, tmp_p
         assert record["score"] == float(record["raw_output"].rsplit(" ", 1)[1]) and not record["request_failed"]
         assert json.loads(record["run_settings"])["data"] == "sample" and record["prompt_version"] == "1"
         assert record["content_type"] == "image/jpeg" and record["media"][0].startswith("benchmark_output/")
+        assert record["comparable"] is False and record["comparability"].startswith(
+            "not comparable with the published leaderboard: its runs read the bundled sample")  # docs/publishing.md
     assert seen == set(expected)
     assert {model for model, _ in seen} == {"baseline/constant-3", "baseline/uniform-random"}
     assert {record["score"] for record in table if record["model"] == "baseline/constant-3"} == {3.0}
