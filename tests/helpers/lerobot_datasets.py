@@ -16,7 +16,7 @@ crfm-helm's, so it lives in a separate venv); :func:`lerobot_python` is None whe
 import json
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -307,3 +307,28 @@ def read_progress_with_lerobot(python: str, progress_file: Path, indices: Sequen
     assert done.returncode == 0, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+@dataclass(frozen=True)
+class ImportCase:
+    """One refused ``import-lerobot`` case: its id (a docs/bad_inputs.md row), arguments and expected message parts."""
+
+    id: str
+    arguments: tuple[str, ...]
+    expected: tuple[str, ...]
+    damage: Callable[[Path], None] | None = None
+    """Changes the case's private copy of the dataset."""
+    inputs: Callable[[Path, Path], list[str]] | None = None
+    """``(dataset, folder) -> more arguments``: writes inputs (labels, links, an earlier import) into ``folder``."""
+    dataset: str = "plain"
+
+
+def labels_file(*lines: str) -> Callable[[Path, Path], list[str]]:
+    """An :attr:`ImportCase.inputs` writing ``labels.jsonl`` with ``lines`` and passing ``--labels``."""
+    def write(dataset: Path, folder: Path) -> list[str]:
+        path = folder / "labels.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return ["--labels", str(path)]
+
+    return write
+

@@ -8,8 +8,6 @@ folder remains.
 """
 
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,9 +18,11 @@ from tests.helpers.lerobot_datasets import (
     DEPTH,
     WRIST,
     EpisodeSpec,
+    ImportCase,
     default_episodes,
     edit_info,
     edit_v3_episode,
+    labels_file,
     write_v3,
 )
 
@@ -32,25 +32,8 @@ EXIT_USAGE = 2
 SUCCESS = ("--labels-from", "next.success")
 
 
-@dataclass(frozen=True)
-class Case:
-    id: str
-    arguments: tuple[str, ...]
-    expected: tuple[str, ...]
-    damage: Callable[[Path], None] | None = None
-    """Changes the case's private copy of the dataset."""
-    inputs: Callable[[Path, Path], list[str]] | None = None
-    """``(dataset, folder) -> more arguments``: writes input files (labels, an earlier import) into ``folder``."""
-    dataset: str = "plain"
-
-
-def labels(*lines: str) -> Callable[[Path, Path], list[str]]:
-    def write(dataset: Path, folder: Path) -> list[str]:
-        path = folder / "labels.jsonl"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return ["--labels", str(path)]
-
-    return write
+Case = ImportCase
+labels = labels_file
 
 
 def earlier_import(dataset: Path, folder: Path) -> list[str]:

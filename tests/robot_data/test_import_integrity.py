@@ -29,8 +29,10 @@ from tests.helpers.harness import helm_environment
 from tests.helpers.lerobot_datasets import (
     CAMERA,
     EpisodeSpec,
+    ImportCase,
     default_episodes,
     edit_info,
+    labels_file,
     set_v3_episode_values,
     write_v2,
     write_v3,
@@ -42,23 +44,11 @@ SECTION = "## Your own robot data and exports (issue 27)"
 
 
 @dataclass(frozen=True)
-class Case:
-    id: str
-    arguments: tuple[str, ...]
-    expected: tuple[str, ...]
-    damage: Callable[[Path], None] | None = None
-    inputs: Callable[[Path, Path], list[str]] | None = None
-    """``(dataset, folder) -> more arguments``: writes inputs (labels, links) into ``folder``."""
+class Case(ImportCase):
     dataset: str = "v3"
 
 
-def labels(*lines: str) -> Callable[[Path, Path], list[str]]:
-    def write(dataset: Path, folder: Path) -> list[str]:
-        path = folder / "labels.jsonl"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return ["--labels", str(path)]
-
-    return write
+labels = labels_file
 
 
 def out_link(target: str | None) -> Callable[[Path, Path], list[str]]:
