@@ -38,7 +38,7 @@ def many_distinct_videos(root: Path) -> Path:
     rows = []
     (root / "test" / "sim_panda").mkdir(parents=True)
     for index in range(VIDEOS):
-        name = f"sim_panda/v{index:03d}.mp4"
+        name = f"sim_panda/sim_panda_originalsplit_train_index_{index}.mp4"  # the real split's OXE pattern
         make_video(root / "test" / name, num_frames=12, first_number=index * 12)
         rows.append({"file_name": name, "task": "pick up the cube", "reward": 1 + index % 5})
     (root / "test" / "metadata.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")

@@ -33,14 +33,16 @@ def write_run(output: Path, name: str, locations: list[tuple[str, str]], finishe
     """A RoboReward run folder of one instance whose request sent ``locations`` (content type, location)."""
     folder = output / "runs" / SUITE / name
     folder.mkdir(parents=True)
-    spec = {"name": name, "scenario_spec": {"class_name": SCENARIO_CLASS, "args": {"subset": "sim", "data": "x"}},
+    spec = {"name": name, "scenario_spec": {"class_name": SCENARIO_CLASS, "args": {"subset": "sim_panda", "data": "x"}},
             "adapter_spec": {"model": model, "model_deployment": model}}
     (folder / "run_spec.json").write_text(json.dumps(spec), encoding="utf-8")
     if finished:
         media = [{"content_type": "text/plain", "text": "prompt"}]
         media += [{"content_type": kind, "location": location} for kind, location in locations]
         state = {"request_states": [{
-            "instance": {"id": "id0", "extra_data": {"source_file": "sim/a.mp4", "subset": "sim", "task": "grasp"},
+            "instance": {"id": "id0", "extra_data": {
+                "source_file": "sim_panda/sim_panda_originalsplit_train_index_0.mp4", "subset": "sim_panda",
+                "task": "grasp"},
                          "references": [{"output": {"text": "4"}, "tags": ["correct"]}]},
             "request": {"multimodal_prompt": {"media_objects": media}},
             "result": {"success": True, "completions": [{"text": "ANSWER: 3"}]}}]}

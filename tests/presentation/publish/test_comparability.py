@@ -113,12 +113,12 @@ def test_a_model_tagged_as_taking_video_routed_by_auto_is_official() -> None:
 def test_a_local_copys_hash_is_read_where_it_lies_and_must_match_its_recorded_revision(tmp_path: Path) -> None:
     metadata = tmp_path / "test" / "metadata.jsonl"
     metadata.parent.mkdir()
-    metadata.write_text('{"file_name": "bridge/a.mp4", "task": "t", "reward": 5}\n'
-                        '{"file_name": "bridge/b.mp4", "task": "t", "reward": 1}\n')
+    metadata.write_text('{"file_name": "bridge/bridge_originalsplit_train_index_1156.mp4", "task": "t", "reward": 5}\n'
+                        '{"file_name": "bridge/bridge_originalsplit_train_index_118.mp4", "task": "t", "reward": 1}\n')
     digest = hashlib.sha256(metadata.read_bytes()).hexdigest()
     read = data_read(str(tmp_path), f"local-{digest[:16]}")
     assert (read.metadata_sha256, read.subset_rows, read.metadata_problem) == (digest, {"bridge": 2}, "")
-    metadata.write_text('{"file_name": "bridge/a.mp4", "task": "t", "reward": 4}\n')
+    metadata.write_text('{"file_name": "bridge/bridge_originalsplit_train_index_1156.mp4", "task": "t", "reward": 4}\n')
     changed = data_read(str(tmp_path), f"local-{digest[:16]}")
     assert changed.metadata_sha256 is None
     assert changed.metadata_problem.startswith(f"{metadata} changed since the runs read it")
