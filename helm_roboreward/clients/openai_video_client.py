@@ -10,7 +10,7 @@ from typing import Any
 from helm.clients.client import CachingClient
 from helm.common.cache import CacheConfig
 from helm.common.media_object import MediaObject
-from helm.common.request import Request, RequestResult, wrap_request_time
+from helm.common.request import GeneratedOutput, Request, RequestResult, wrap_request_time
 
 from helm_roboreward.clients.chat_reply import UnusableReplyError, completions_of, decode_reply
 from helm_roboreward.clients.common import check_top_logprobs, failed_request, media_parts, succeeded
@@ -133,6 +133,8 @@ class OpenAIVideoClient(CachingClient):
             if over is not None:
                 return failed_request(over)
 
+        fresh: list[GeneratedOutput] = []
+
         def do_it() -> dict[str, Any]:
             raw = self.client.chat.completions.with_raw_response.create(**make_body())
             response = decode_reply(raw.headers.get("content-type", ""), raw.text)
@@ -140,12 +142,12 @@ class OpenAIVideoClient(CachingClient):
                 from helm_roboreward.clients.logprobs import trim_alternatives
 
                 trim_alternatives(response)  # only digit tokens keep their alternatives in the cache
-            completions_of(response, self.top_logprobs > 0)  # raises before the cache writes it
+            fresh[:] = completions_of(response, self.top_logprobs > 0)  # raises before the cache writes it
             return response
 
         try:
             response, cached = self.cache.get(cache_key, wrap_request_time(do_it))
-            return succeeded(response, cached, completions_of(response, self.top_logprobs > 0))
+            return succeeded(response, cached, completions_of(response, self.top_logprobs > 0) if cached else fresh)
         except UnusableReplyError as error:
             return failed_request(f"{error}; not cached, a rerun sends the request again")
         except openai.APIStatusError as error:

@@ -77,10 +77,7 @@ def _pairs_with_different_gold(rows: Sequence[ScoredRow]) -> list[tuple[ScoredRo
 
 def preference_pairs(rows: Iterable[ScoredRow]) -> list[tuple[ScoredRow, ScoredRow]]:
     """Every pair of rows of one subset with the same task text and different gold scores (in row order)."""
-    by_task: dict[tuple[str, str], list[ScoredRow]] = defaultdict(list)
-    for row in rows:
-        by_task[(row.subset, row.task)].append(row)
-    return [pair for group in by_task.values() for pair in _pairs_with_different_gold(group)]
+    return [pair for group in task_groups(rows) for pair in _pairs_with_different_gold(group)]
 
 
 def task_groups(rows: Iterable[ScoredRow]) -> list[list[ScoredRow]]:

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from helm_roboreward.core.files import file_digest
 from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
 from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE, PROMPT_VERSION, parse_progress_score
 from helm_roboreward.reward.inputs import (
@@ -196,10 +197,12 @@ class RewardModel:
         from helm_roboreward.media.write_errors import MediaWriteError
 
         item = check_item(RewardItem(task, video, fps))
-        path = video_file(item.video, None, self._inbox)
+        path = video_file(item.video, self._inbox)
+        digest = file_digest(path)  # outside the lock: only frame extraction must run one at a time
         try:
             with _MEDIA_LOCK:
-                media = self._prepare(path, self.media_dir, self.routed.native_video, self.routed.frame_options)
+                media = self._prepare(path, self.media_dir, self.routed.native_video, self.routed.frame_options,
+                                      digest)
         except MediaWriteError:
             raise
         except VideoError as error:

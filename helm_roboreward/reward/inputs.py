@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from helm_roboreward.core.files import write_atomically
+from helm_roboreward.core.validation import MAX_FPS
 
 MAX_TASK_CHARACTERS = 1000
 """The benchmark's tasks have 4..207 characters; a much longer one is a mistake (a transcript, a file)."""
 MIN_FRAME_SIDE = 16
 """Smaller frames cannot be encoded as H.264 (and show nothing a rubric could judge)."""
-MAX_FPS = 1000.0
 INBOX_FOLDER = "inputs"
 ENCODE_CRF = "17"
 """x264 quality of frames encoded to mp4: visually lossless (the frames then follow an mp4's path exactly)."""
@@ -176,14 +176,10 @@ def encode_mp4(frames: Frames) -> bytes:
     return buffer.getvalue()
 
 
-def video_file(video: object, fps: object, inbox: str) -> str:
-    """The mp4 file a video input stands for (a path as given; bytes and frames stored in ``inbox``)."""
+def video_file(video: object, inbox: str) -> str:
+    """The mp4 file a checked video input stands for (a path as given; bytes and frames stored in ``inbox``)."""
     if isinstance(video, bytes | bytearray | memoryview):
-        if fps is not None:
-            raise RewardInputError("fps", "applies to frames only; an mp4 carries its own frame rate")
         return mp4_bytes_file(bytes(video), inbox)
     if isinstance(video, str | os.PathLike):
-        if fps is not None:
-            raise RewardInputError("fps", "applies to frames only; an mp4 carries its own frame rate")
         return check_video_path(video)
-    return frames_file(check_frames(video, fps), inbox)
+    return frames_file(check_frames(video, None), inbox)  # Frames carry their fps

@@ -9,7 +9,6 @@ byte-identical to helm-run's (tests/reward/test_same_request.py).
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from helm.benchmark.adaptation.adapter_spec import AdapterSpec
 from helm.benchmark.adaptation.adapters.adapter_factory import AdapterFactory
@@ -121,9 +120,3 @@ class HelmSide:
     def send(self, request: Request) -> RequestResult:
         """HELM's ``LocalContext.make_request``: the client, its cache, HELM's retries."""
         return self.context.make_request(request)
-
-
-def completion_of(result: RequestResult) -> tuple[str, Any]:
-    """The first completion's text and ``finish_reason`` (where clients record answer-token probabilities)."""
-    completion = result.completions[0]
-    return completion.text, completion.finish_reason

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from typing import Any
 
+from helm_roboreward.core.files import file_mode
 from helm_roboreward.data.hub_timeouts import limit_hub_requests
 from helm_roboreward.data.rows import DataError
 from helm_roboreward.media.containment import is_inside
@@ -97,9 +98,7 @@ def _write_parquet(dataset: Any, out: str, path: str) -> None:
     os.close(handle)
     try:
         dataset.to_parquet(temporary)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)  # as a plain open() would make it (mkstemp makes 0600)
+        os.chmod(temporary, file_mode())  # as a plain open() would make it (mkstemp makes 0600)
         os.replace(temporary, path)
     except OSError as error:
         _remove(temporary)

@@ -16,10 +16,11 @@ Pure: no I/O. The published hash is an argument, so a test can hand the rule the
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from helm_roboreward.core import published_split
 from helm_roboreward.data.sources import HUB, SAMPLE
 from helm_roboreward.protocol import OFFICIAL_SUBSET_IDS
 
-PUBLISHED_METADATA_SHA256 = "3901cea9a7981d2e2d9fde4225a4b2ff0ebf2f4af69fc96972a2cfbe557db0cd"
+PUBLISHED_METADATA_SHA256 = published_split.PUBLISHED_METADATA_SHA256  # the one record, shared with `audit`
 """SHA-256 of the public ``test/metadata.jsonl`` (2,831 rows), as an independent harness recorded it for the copy
 it downloaded at :data:`PUBLISHED_METADATA_REVISION` (GitHub ``dddais/Robo-dopamine``; docs/publishing.md). Our
 machines cannot reach the Hub, so it is not re-derived here: ``hf download teetone/RoboReward test/metadata.jsonl

@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 
-from helm_roboreward.presentation.publish.comparability import COMPARABLE_LINE
 from helm_roboreward.presentation.publish.evidence import ModelFacts
 from helm_roboreward.protocol import DATASET_ID, OFFICIAL_SUBSETS, PAPER_URL, TEST_SPLIT
 
@@ -42,8 +41,7 @@ _TASK_KEYS = {"id", "config", "split"}
 def _notes(model: ModelFacts, suite: str) -> str:
     departures = model.evidence.departures
     settings = f"non-default settings: {', '.join(departures)}" if departures else "official default settings"
-    verdict = COMPARABLE_LINE if model.verdict.comparable else model.verdict.line
-    return f"helm-roboreward, suite {suite}, deployment {model.deployment}; {settings}; {verdict}"
+    return f"helm-roboreward, suite {suite}, deployment {model.deployment}; {settings}; {model.verdict.line}"
 
 
 def eval_results_entries(model: ModelFacts, suite: str, source_url: str,

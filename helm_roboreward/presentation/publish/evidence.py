@@ -27,7 +27,7 @@ from helm_roboreward.presentation.publish.comparability import (
     SubsetCoverage,
     judge,
 )
-from helm_roboreward.presentation.report.loading import ModelRows, SuiteRows, instance_rows, load_suite
+from helm_roboreward.presentation.report.loading import ModelRows, RunData, SuiteRows, load_suite
 from helm_roboreward.protocol import (
     AUTO,
     DATASET_ID,
@@ -165,25 +165,22 @@ def _spec_record(run_spec: Mapping[str, Any]) -> dict[str, Any]:
             "metrics": [spec.get("args") or {} for spec in run_spec.get("metric_specs") or []]}
 
 
-def read_run(run_dir: str) -> RunFacts:
-    """The facts of one run folder (its ``run_spec.json`` and instance records)."""
-    with open(os.path.join(run_dir, "run_spec.json"), encoding="utf-8") as handle:
-        run_spec = json.load(handle)
+def run_facts(name: str, source: RunData) -> RunFacts:
+    """The facts of one run, from what the report's loader read of it (its ``run_spec.json`` and instances)."""
+    run_spec = source.run_spec
     args = (run_spec.get("scenario_spec") or {}).get("args") or {}
-    subset = str(args.get("subset", "all"))
-    rows, instances = instance_rows(run_dir, subset)
-    records = {instance_id: InstanceRecord.from_extra_data(instances.get(instance_id, {}).get("extra_data"))
-               for instance_id in rows}
+    records = {instance_id: InstanceRecord.from_extra_data(source.instances.get(instance_id, {}).get("extra_data"))
+               for instance_id in source.row_ids}
     videos = {record.source_file or instance_id: record.video_sha256
               for instance_id, record in records.items() if record.video_sha256}
     counts = [record.rows_in_run for record in records.values() if record.rows_in_run is not None]
-    finished = datetime.fromtimestamp(os.path.getmtime(os.path.join(run_dir, "stats.json")), timezone.utc)
+    finished = datetime.fromtimestamp(source.finished, timezone.utc)
     return RunFacts(
-        name=os.path.basename(run_dir), subset=subset, data=str(args.get("data", HUB)),
+        name=name, subset=str(args.get("subset", "all")), data=str(args.get("data", HUB)),
         requested_revision=str(args.get("revision", DATASET_REVISION)),
         revisions=tuple(sorted({record.dataset_revision for record in records.values()} - {""})),
         spec=_spec_record(run_spec), departures=tuple(run_departures(run_spec)),
-        rows_in_run=max(counts) if counts else None, evaluated=len(rows), videos=videos,
+        rows_in_run=max(counts) if counts else None, evaluated=len(source.row_ids), videos=videos,
         finished=finished.isoformat(timespec="seconds"))
 
 
@@ -274,9 +271,8 @@ def gather(suite: SuiteRows, output_path: str, published_sha256: str = PUBLISHED
         published_sha256: The SHA-256 the public ``test/metadata.jsonl`` must have (tests pass their copy's).
         cache_dir: The Hugging Face cache of the ``data=hf`` runs (None: ``HF_HUB_CACHE``).
     """
-    suite_dir = os.path.join(output_path, "runs", suite.suite)
     names = sorted({name for model in suite.models for name in model.run_of_subset.values()})
-    runs = {name: read_run(os.path.join(suite_dir, name)) for name in names}
+    runs = {name: run_facts(name, suite.sources[name]) for name in names}
     keys = dict.fromkeys((run.data, revision) for run in runs.values() for revision in run.revisions)
     reads = {key: data_read(key[0], key[1], cache_dir) for key in keys}
     models = [_model_facts(model, runs, reads, published_sha256) for model in suite.models]

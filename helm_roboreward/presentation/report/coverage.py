@@ -133,11 +133,10 @@ def check_leaderboard_coverage(suite: SuiteRows, suite_dir: str) -> list[str]:
             not read (:attr:`SuiteRows.skipped`); the message names the runs (and files) and the fix.
     """
     leaderboard = read_leaderboard(suite_dir)
-    if leaderboard is not None:
-        _check_counted_runs_readable(suite, suite_dir, leaderboard)
     if leaderboard is None:
         return [f"suite {suite.suite!r} has not been summarized (no {os.path.join(suite_dir, 'groups')}): there is "
                 "no leaderboard to compare with; the means here are over every subset the runs hold"]
+    _check_counted_runs_readable(suite, suite_dir, leaderboard)
     unknown: dict[str, set[str]] = defaultdict(set)
     stale: dict[str, set[str]] = defaultdict(set)
     notes: list[str] = []

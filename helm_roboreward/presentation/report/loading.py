@@ -80,6 +80,13 @@ class RunData:
     revisions: tuple[str, ...] = ()
     """The dataset revisions its instances record: hub commits, or ``sample-<digest>`` / ``local-<digest>``."""
 
+    # What the loader read, kept for the comparability rule (presentation/publish/evidence.py): not read twice.
+    run_spec: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    instances: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
+    row_ids: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    finished: float = field(default=0.0, compare=False, repr=False)
+    """``stats.json``'s modification time."""
+
 
 @dataclass(frozen=True)
 class Run:
@@ -342,7 +349,7 @@ def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
     revisions = sorted({InstanceRecord.from_extra_data(item.get("extra_data")).dataset_revision
                         for item in instances.values()} - {""})
     run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)), deployment,
-              RunData(data, tuple(revisions)))
+              RunData(data, tuple(revisions), run_spec, instances, tuple(rows), finished))
     missing = len(set(rows) - set(instances))
     warnings = [f"run {name}: {missing} instance(s) have no instance data (subset taken from the run spec)"]
     warnings = warnings if missing else []
