@@ -1,14 +1,6 @@
-"""helm-roboreward: RoboRewardBench as a HELM plugin.
+"""helm-roboreward: RoboRewardBench as a HELM plugin (the map of the package: docs/development.md).
 
-The official path sits at the class paths HELM records (``run_spec.json``, deployments, the ``helm`` entry
-point): :mod:`~helm_roboreward.plugin`, :mod:`~helm_roboreward.run_specs` with :mod:`~helm_roboreward.routing`,
-:mod:`~helm_roboreward.scenario`, :mod:`~helm_roboreward.metrics`, :mod:`~helm_roboreward.summarizer` and
-:mod:`~helm_roboreward.clients`. Beneath them, HELM-free: :mod:`~helm_roboreward.core` (benchmark constants,
-prompt, parse rule, stats), :mod:`~helm_roboreward.data` (rows and where they come from) and
-:mod:`~helm_roboreward.media` (frames and video copies). Extras load only when used: ``models`` (model files,
-add-model, estimate), ``presentation`` (schema, report, export), ``robot_data`` (LeRobot import and labelling).
-
-The public surface here is small and import-light (no HELM).
+Importing the package loads no HELM: the protocol's pure functions, and the reward API on first use.
 """
 
 from helm_roboreward.protocol import (

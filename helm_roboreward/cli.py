@@ -47,7 +47,8 @@ def _prepare(args: argparse.Namespace) -> int:
     from helm_roboreward.data.rows import collect_rollouts
     from helm_roboreward.data.sources import resolve_data_source
     from helm_roboreward.media.containment import require_inside
-    from helm_roboreward.media.preparation import failures_by_row, prepare_media, rebuilt_summary
+    from helm_roboreward.media.preparation import prepare_media
+    from helm_roboreward.media.problems import failures_by_row, rebuilt_summary
 
     options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
                            max_frames=args.max_frames, max_side=args.max_side)

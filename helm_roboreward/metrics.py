@@ -1,8 +1,7 @@
 """The RoboReward metric: each answer scored by the official rule, and the macro MAE over subsets.
 
-docs/protocol.md, sections 6-7; every stat: docs/leaderboard_and_report.md. A failed request costs error 4
-(``failed=max_error``) or leaves every statistic (``failed=skip``). ``mae_subset_<id>``, ``mae_robot_<robot>`` and
-``mae_kind_<kind>`` copy ``abs_error`` on the matching rows only, so their run-level mean is that group's MAE.
+Rules: docs/protocol.md, sections 6-7; every stat: docs/leaderboard_and_report.md. ``mae_subset_<id>``, ``mae_robot_*``
+and ``mae_kind_*`` copy ``abs_error`` on the matching rows only, so their run-level mean is that group's MAE.
 """
 
 from collections import defaultdict
@@ -72,19 +71,13 @@ def instance_stats(scored: ScoredPrediction, record: InstanceRecord, answered: b
 
 
 def request_stats(request_state: RequestState, record: InstanceRecord) -> list[Stat]:
-    """What the request carried (frames, media bytes) and the tokens the client reported."""
-    stats = []
-    if record.num_frames is not None:
-        stats.append(_stat("num_frames", float(record.num_frames)))
-    if record.media_bytes is not None:
-        stats.append(_stat("media_bytes", float(record.media_bytes)))
+    """What the request carried (frames, media bytes) and the tokens the client reported (each when known)."""
     result = request_state.result
     finish = (result.completions[0].finish_reason or {}) if result is not None and result.completions else {}
-    for key, name in (("prompt_tokens", "num_prompt_tokens"), ("completion_tokens", "num_completion_tokens")):
-        value = finish.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            stats.append(_stat(name, float(value)))
-    return stats
+    values: dict[str, object] = {"num_frames": record.num_frames, "media_bytes": record.media_bytes}
+    values |= {f"num_{key}": finish.get(key) for key in ("prompt_tokens", "completion_tokens")}
+    return [_stat(name, float(value)) for name, value in values.items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)]
 
 
 class RoboRewardMetric(Metric):

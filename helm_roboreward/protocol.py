@@ -7,46 +7,38 @@ official source (paper, dataset card, the authors' HELM branch ``rob``) of each 
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 # --- 1. The dataset and its subsets -------------------------------------------------------------------------
 
 DATASET_ID = "teetone/RoboReward"
-DATASET_REVISION = "main"
-"""A branch, not a pinned commit: no commit could be verified offline. The resolved commit is recorded per run."""
+DATASET_REVISION = "main"  # a branch: no commit could be verified offline; each run records the resolved commit
 DATASET_URL = "https://huggingface.co/datasets/teetone/RoboReward"
 PAPER_URL = "https://arxiv.org/abs/2601.00675"
 LEADERBOARD_URL = "https://crfm.stanford.edu/helm/robo-reward-bench/v0.0.1/#/leaderboard"
 TEST_SPLIT = "test"
 METADATA_FILE = "metadata.jsonl"
-PROMPT_VERSION = "1"
-"""Changes whenever the prompt, the frame rule's defaults or the parse rule change."""
+PROMPT_VERSION = "1"  # changes whenever the prompt, the frame rule's defaults or the parse rule change
 MIN_SCORE = 1
 MAX_SCORE = 5
 GOLD_LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
 
-SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"
-"""How ``run_spec.json`` names the scenario (and so tells RoboReward runs apart)."""
+SCENARIO_CLASS = "helm_roboreward.scenario.RoboRewardScenario"  # how run_spec.json names (and tells apart) our runs
 
 
 @dataclass(frozen=True)
 class Subset:
     """One source dataset of the benchmark: a leaderboard column."""
 
-    id: str
-    """Folder name under ``test/``, the first component of ``file_name``."""
+    id: str  # folder name under test/, the first component of file_name
     display_name: str
-    robot: str
-    """Open X-Embodiment robot type, for the per-robot breakdown."""
-    natural: bool = False
-    """Every row is a natural rollout (no clips or counterfactual relabels)."""
-    num_rows: int = 0
-    """Rows in the published split (0: not published)."""
-    short_display_name: str = ""
-    """Header when ``display_name`` is longer than HELM's viewer shows uncut (about 25 characters)."""
+    robot: str  # Open X-Embodiment robot type, for the per-robot breakdown
+    natural: bool = False  # every row is a natural rollout (no clips or counterfactual relabels)
+    num_rows: int = 0  # rows in the published split (0: not published)
+    short_display_name: str = ""  # header when display_name is longer than HELM's viewer shows (~25 characters)
 
 
-OFFICIAL_SUBSETS: tuple[Subset, ...] = (
+OFFICIAL_SUBSETS: tuple[Subset, ...] = (  # the 23 test subsets, in the official leaderboard order
     Subset("robo_arena", "RoboArena", "Franka", natural=True, num_rows=1000),
     Subset("austin_sirius_dataset_converted_externally_to_rlds", "Austin Sirius", "Franka", num_rows=87),
     Subset("berkeley_autolab_ur5", "Berkeley Autolab UR5", "UR5", num_rows=100),
@@ -75,14 +67,11 @@ OFFICIAL_SUBSETS: tuple[Subset, ...] = (
     Subset("utokyo_xarm_bimanual_converted_externally_to_rlds", "UTokyo xArm Bimanual", "xArm Bimanual", num_rows=71),
     Subset("viola", "Austin VIOLA", "Franka", num_rows=60),
 )
-"""The 23 test subsets in the official leaderboard order."""
-
-SAMPLE_SUBSETS: tuple[Subset, ...] = (
+SAMPLE_SUBSETS: tuple[Subset, ...] = (  # the bundled offline sample (data=sample); never mixed with official columns
     Subset("sim_arena", "Sim Arena (sample)", "Franka (simulated)", natural=True),
     Subset("sim_panda", "Sim Panda (sample)", "Franka (simulated)"),
     Subset("sim_kuka", "Sim KUKA (sample)", "KUKA iiwa (simulated)"),
 )
-"""The bundled offline sample (``data=sample``); never mixed with official columns."""
 
 ALL_KNOWN_SUBSETS: dict[str, Subset] = {subset.id: subset for subset in OFFICIAL_SUBSETS + SAMPLE_SUBSETS}
 OFFICIAL_SUBSET_IDS: list[str] = [subset.id for subset in OFFICIAL_SUBSETS]
@@ -108,10 +97,8 @@ def subset_group(subset: str) -> str:
 
 
 PARENT_GROUP, SAMPLE_GROUP, ALL_SUBSETS_GROUP = "roboreward", "roboreward_sample", subset_group("all")
-SUBSET_PARENT_GROUPS = (PARENT_GROUP, SAMPLE_GROUP)
-"""The leaderboards whose columns are subsets: the benchmark's (and a local copy's) and the sample's."""
-LEADERBOARD_GROUPS = (*SUBSET_PARENT_GROUPS, ALL_SUBSETS_GROUP)
-"""Every leaderboard, in the order a suite's first one is shown: the subset leaderboards, then ``subset=all`` runs."""
+SUBSET_PARENT_GROUPS = (PARENT_GROUP, SAMPLE_GROUP)  # leaderboards of subset columns: the benchmark's, the sample's
+LEADERBOARD_GROUPS = (*SUBSET_PARENT_GROUPS, ALL_SUBSETS_GROUP)  # in the order a suite's first one is shown
 
 
 def robot_slug(robot: str) -> str:
@@ -145,15 +132,12 @@ def build_prompt(task: str) -> str:
 # --- 3. Frames for models that do not take video: every ``int(fps)``-th frame from 0, native size ------------
 
 OFFICIAL_FRAMES_PER_SECOND = 1.0
-_INTEGRAL_DIGITS_LIMIT = 1e16
 
 
 def exact_number(value: float) -> str:
     """A number as run names show it, reading back as the same float (``2``, ``0.25``, ``0.2500001``)."""
     number = float(value)
-    if number.is_integer() and abs(number) < _INTEGRAL_DIGITS_LIMIT:
-        return str(int(number))
-    return repr(number)
+    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
 
 
 @dataclass(frozen=True)
@@ -161,14 +145,10 @@ class FrameOptions:
     """How frames are sampled and stored; the defaults are the official rule."""
 
     frames_per_second: float = OFFICIAL_FRAMES_PER_SECOND
-    include_last_frame: bool = False
-    """Append the final frame when the stride skips it (``last_frame=1``; the rubric judges the final state)."""
-    max_frames: int = 0
-    """At most this many frames, evenly spaced; 0: no cap."""
-    max_side: int = 0
-    """Downscale so the longer side is at most this; 0: native size."""
-    jpeg_quality: int = 95
-    """OpenCV's ``imwrite`` default (the official extractor)."""
+    include_last_frame: bool = False  # last_frame=1: add the final frame when the stride skips it (the rubric's state)
+    max_frames: int = 0  # at most this many frames, evenly spaced; 0: no cap
+    max_side: int = 0  # downscale so the longer side is at most this; 0: native size
+    jpeg_quality: int = 95  # OpenCV's imwrite default (the official extractor)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.frames_per_second) and self.frames_per_second > 0):
@@ -202,13 +182,11 @@ class FrameOptions:
         return parts
 
     def cache_key_fields(self) -> dict[str, object]:
-        """Every setting that changes the stored frames."""
-        return {"frames_per_second": self.frames_per_second, "include_last_frame": self.include_last_frame,
-                "max_frames": self.max_frames, "max_side": self.max_side, "jpeg_quality": self.jpeg_quality}
+        """Every setting that changes the stored frames: every field."""
+        return asdict(self)
 
 
-FRAME_FIELDS = ("frames_per_second", "include_last_frame", "max_frames", "max_side")
-"""The scenario arguments of frame options, present when not the default."""
+FRAME_FIELDS = ("frames_per_second", "include_last_frame", "max_frames", "max_side")  # scenario args when not default
 
 
 def frame_stride(native_fps: float, frames_per_second: float = OFFICIAL_FRAMES_PER_SECOND) -> int:
@@ -251,49 +229,35 @@ ONE_MESSAGE_GEMINI_CLIENT = "helm_roboreward.clients.gemini_client.OneMessageGoo
 TRANSFORMERS_CLIENT = "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"
 OPENAI_VIDEO_CLIENT = "helm_roboreward.clients.openai_video_client.OpenAIVideoClient"
 
+# Model names (case-insensitive) that officially received the mp4: every Gemini, Qwen3-VL, RoboReward (a Qwen3-VL
+# fine-tune) and Qwen2.5-VL; every other model gets the frames of rule 3, as does a video model behind a client
+# that does not send video/mp4. The tag marks video models the patterns miss.
 NATIVE_VIDEO_MODEL_PATTERNS: tuple[str, ...] = ("google/gemini*", "*qwen3-vl*", "*roboreward*", "*qwen2.5-vl*")
-"""Model names (case-insensitive) that officially received the mp4: every Gemini, Qwen3-VL, RoboReward (a
-Qwen3-VL fine-tune) and Qwen2.5-VL; every other model gets the frames of rule 3."""
 NATIVE_VIDEO_TAG = "ROBOREWARD_NATIVE_VIDEO_TAG"
-"""Model metadata tag for video models the patterns miss."""
-
 VIDEO_CLIENT_CLASSES: tuple[str, ...] = (
-    HELM_GEMINI_CLIENT,
-    "helm.clients.vertexai_client.VertexAIChatClient",
-    ONE_MESSAGE_GEMINI_CLIENT,
-    OPENAI_VIDEO_CLIENT,
-    TRANSFORMERS_CLIENT,
-    "helm_roboreward.clients.baselines.ConstantScoreClient",
-    "helm_roboreward.clients.baselines.RandomScoreClient",
-)
-"""Clients that send ``video/mp4``; a video model behind any other client gets frames."""
+    HELM_GEMINI_CLIENT, "helm.clients.vertexai_client.VertexAIChatClient", ONE_MESSAGE_GEMINI_CLIENT,
+    OPENAI_VIDEO_CLIENT, TRANSFORMERS_CLIENT, "helm_roboreward.clients.baselines.ConstantScoreClient",
+    "helm_roboreward.clients.baselines.RandomScoreClient")
 
-DECLARED_LIMIT_ARGS = {
-    "max_images_per_prompt": "max_images",
-    "max_videos_per_prompt": "max_videos",
-    "max_request_bytes": "max_request_bytes",
-}
-"""Client arguments with which a deployment of this package's video client declares its server's per-request limits
-(vLLM's ``--limit-mm-per-prompt``, a proxy's body limit) -> the ``RequestLimits`` field each sets; no other client
-takes them."""
+# The client arguments with which a deployment of our video client (no other) declares its server's per-request
+# limits (vLLM's --limit-mm-per-prompt, a proxy's body limit) -> the RequestLimits field each sets.
+DECLARED_LIMIT_ARGS = {"max_images_per_prompt": "max_images", "max_videos_per_prompt": "max_videos",
+                       "max_request_bytes": "max_request_bytes"}
 
+# Temperature 0, one completion and no stop sequence for every model (the adapter spec); Qwen3-VL and RoboReward in
+# process sample with their checkpoint's generation config (the official client passed only max_new_tokens).
 DEFAULT_MAX_TOKENS = 5000
-REASONING_TOKEN_ALLOWANCE = 60_000
-"""OpenAI and Gemini models reason in their output tokens: max_tokens 65,000."""
+REASONING_TOKEN_ALLOWANCE = 60_000  # OpenAI and Gemini models reason in their output tokens: max_tokens 65,000
 REASONING_MODEL_PATTERNS = ("openai/*", "google/gemini*")
-"""Temperature 0, one completion and no stop sequence for every model (the adapter spec); Qwen3-VL and RoboReward
-in process sample with their checkpoint's generation config (the official client passed only max_new_tokens)."""
 
 # --- 5. Parsing and scoring -------------------------------------------------------------------------------------
 
 _NUMBER = r"-?\d+(?:\.\d+)?"  # Python's \d: any Unicode decimal digit, as in the official regex
 _ANSWER_PATTERN = re.compile(r"(?i)\banswer\b\s*:\s*(" + _NUMBER + r")")
 _LEADING_NUMBER_PATTERN = re.compile(r"^\s*(" + _NUMBER + r")\b")
-MAX_PARSED_MAGNITUDE = 1e75
-"""Larger numbers are unparseable: HELM squares the squared error for its variance, which would overflow."""
+MAX_PARSED_MAGNITUDE = 1e75  # larger is unparseable: HELM squares the squared error (its variance) and would overflow
 UNPARSEABLE_ABS_ERROR = float(MAX_SCORE - MIN_SCORE)
-WITHIN_ONE = 1.0
-"""Peer harnesses' "within 1" accuracy: an error at most this (not an official number; reported beside it)."""
+WITHIN_ONE = 1.0  # peer harnesses' "within 1" accuracy: an error at most this (not official; reported beside it)
 
 
 def within_one(abs_error: float) -> float:
@@ -324,19 +288,15 @@ def parse_progress_score(completion: str) -> float | None:
 class ScoredPrediction:
     """The per-instance error terms of one prediction."""
 
-    predicted: float | None
-    """None when unparseable."""
+    predicted: float | None  # None when unparseable
     gold: int
     abs_error: float
     squared_error: float
     exact_match: float
     invalid_output: float
-    signed_error: float | None
-    """predicted - gold (positive: over-rewarding); None when unparseable."""
-    false_success: float
-    """A 5 for a row labelled below 5."""
-    missed_success: float
-    """No 5 for a row labelled 5 (unparseable counts as a miss)."""
+    signed_error: float | None  # predicted - gold (positive: over-rewarding); None when unparseable
+    false_success: float  # a 5 for a row labelled below 5
+    missed_success: float  # no 5 for a row labelled 5 (unparseable counts as a miss)
     within_one: float
 
 
@@ -362,29 +322,19 @@ def score_prediction(completion: str, gold: int) -> ScoredPrediction:
 # --- 6. The options: each run-entry argument, its official value first -----------------------------------------
 
 OFFICIAL = "official"
-
 FRAMES, NATIVE, AUTO = "frames", "native", "auto"
-VIDEO_MODES = (FRAMES, NATIVE, AUTO)
-"""``video=``: ``auto`` routes by rule 4."""
-
+VIDEO_MODES = (FRAMES, NATIVE, AUTO)  # video=: auto routes by rule 4
+# failed=: a request that failed after retries costs error 4 (HELM's executor makes it an empty answer), or leaves
+# every statistic; failed_request counts it either way.
 MAX_ERROR, SKIP = "max_error", "skip"
 FAILED_POLICIES = (MAX_ERROR, SKIP)
-"""``failed=``: a request that failed after retries costs error 4 (HELM's executor makes it an empty answer), or
-leaves every statistic. Either way ``failed_request`` counts it."""
-
 PARSED, EXPECTED = "parsed", "expected"
-SCORE_MODES = (PARSED, EXPECTED)
-"""``score=``: also the expected score over the answer token's probabilities, where a client records them."""
-
+SCORE_MODES = (PARSED, EXPECTED)  # score=: also the expected score over the answer token's probabilities
 ONE_MESSAGE = "one_message"
-LAYOUTS = (OFFICIAL, ONE_MESSAGE)
-"""``layout=``: Gemini gets text and video in one user message (HELM's Gemini client sends one turn per part)."""
-
+LAYOUTS = (OFFICIAL, ONE_MESSAGE)  # layout=: Gemini gets text and video in one user message, not one turn each
 GREEDY = "greedy"
-DECODINGS = (OFFICIAL, GREEDY)
-"""``decoding=``: the checkpoint-sampling families decode greedily too."""
-
+DECODINGS = (OFFICIAL, GREEDY)  # decoding=: the checkpoint-sampling families decode greedily too
+# What a client does with sampling (its decoding argument): the request's temperature, the checkpoint's generation
+# config (the official Qwen3-VL and RoboReward path), or greedy.
 REQUEST, CHECKPOINT = "request", "checkpoint"
 CLIENT_DECODINGS = (REQUEST, CHECKPOINT, GREEDY)
-"""What a client does with sampling (its ``decoding`` argument): the request's temperature, the checkpoint's
-generation config (the official Qwen3-VL and RoboReward path), or greedy."""

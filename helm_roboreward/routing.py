@@ -15,6 +15,7 @@ import urllib.parse
 from typing import Any
 
 from helm.benchmark.model_deployment_registry import (
+    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
     ModelDeployment,
     ModelDeploymentNotFoundError,
     get_default_model_deployment_for_model,
@@ -23,36 +24,14 @@ from helm.benchmark.model_deployment_registry import (
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA, model_has_tag
 from helm.common.hierarchical_logger import hlog, hwarn
 
+from helm_roboreward import protocol
 from helm_roboreward.models.lifecycle import check_not_retired
-from helm_roboreward.models.registry import (
-    LOGPROBS_CLIENTS,
-    VARIANTS,
-    preferred_deployment,
-    variant_of,
-    variants_served,
-)
-from helm_roboreward.protocol import (
-    AUTO,
-    DECLARED_LIMIT_ARGS,
-    EXPECTED,
-    FRAME_FIELDS,
-    FRAMES,
-    MAX_ERROR,
-    NATIVE,
-    NATIVE_VIDEO_MODEL_PATTERNS,
-    NATIVE_VIDEO_TAG,
-    OFFICIAL,
-    OPENAI_VIDEO_CLIENT,
-    PARSED,
-    REASONING_MODEL_PATTERNS,
-    REASONING_TOKEN_ALLOWANCE,
-    VIDEO_CLIENT_CLASSES,
-    VIDEO_MODES,
-    FrameOptions,
-)
+from helm_roboreward.models.registry import LOGPROBS_CLIENTS, TWIN_SUFFIXES, departures_served, preferred_deployment
+from helm_roboreward.protocol import AUTO, FRAMES, NATIVE, FrameOptions
 
 RUN_SPEC_NAME = "roboreward"
 _ENTRIES = itertools.count(1)
+_FIRST_MODEL_OF_ENTRY: dict[int, str] = {}  # two models routed from one entry: a HELM model group (model=vlm)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,18 +40,19 @@ class RoutingRequest:
 
     video: str
     frame_options: FrameOptions
-    failed: str = MAX_ERROR
-    score: str = PARSED
-    layout: str = OFFICIAL
-    decoding: str = OFFICIAL
-    entry: int = 0  # the run entry: two models routed from one entry mean a HELM model group (model=vlm)
+    failed: str = protocol.MAX_ERROR
+    score: str = protocol.PARSED
+    layout: str = protocol.OFFICIAL
+    decoding: str = protocol.OFFICIAL
+    entry: int = 0  # the run entry's serial number
     model: str = ""  # '' until HELM's model expander sets one
     deployment: str = ""
     name_prefix: str = ""  # the part of the run name this package wrote; HELM's expanders append theirs
 
     def departures(self) -> dict[str, str]:
-        """The departures served by twin deployments, by run-entry argument."""
-        return {"layout": self.layout, "decoding": self.decoding, "score": self.score}
+        """The departures asked for that twin deployments serve, by run-entry argument."""
+        asked = {"layout": self.layout, "decoding": self.decoding, "score": self.score}
+        return {option: value for option, value in asked.items() if value not in (protocol.OFFICIAL, protocol.PARSED)}
 
 
 def new_request(**asked: Any) -> RoutingRequest:
@@ -94,18 +74,18 @@ class Routed:
 def model_takes_video(model: str) -> bool:
     """True when the model officially gets the native mp4."""
     name = model.lower()
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in NATIVE_VIDEO_MODEL_PATTERNS) or model_has_tag(
-        model, NATIVE_VIDEO_TAG)
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in protocol.NATIVE_VIDEO_MODEL_PATTERNS) or \
+        model_has_tag(model, protocol.NATIVE_VIDEO_TAG)
 
 
 def client_sends_video(client_class: str) -> bool:
     """True when a client class forwards ``video/mp4`` media."""
-    return client_class in VIDEO_CLIENT_CLASSES
+    return client_class in protocol.VIDEO_CLIENT_CLASSES
 
 
 def needs_reasoning_allowance(model: str) -> bool:
     """True for the models whose max_tokens the official setup raised by 60,000."""
-    return any(fnmatch.fnmatchcase(model.lower(), pattern) for pattern in REASONING_MODEL_PATTERNS)
+    return any(fnmatch.fnmatchcase(model.lower(), pattern) for pattern in protocol.REASONING_MODEL_PATTERNS)
 
 
 def choose_video_mode(requested: str, model: str, client_class: str, deployment: str) -> str:
@@ -121,21 +101,13 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
             )
         return NATIVE
     if requested != AUTO:
-        raise ValueError(f"roboreward: video={requested!r} is not one of {', '.join(VIDEO_MODES)}")
+        raise ValueError(f"roboreward: video={requested!r} is not one of {', '.join(protocol.VIDEO_MODES)}")
     return NATIVE if model_takes_video(model) and client_sends_video(client_class) else FRAMES
 
 
 def roboreward_deployment(model: str) -> str | None:
     """The deployment a ``roboreward`` run of ``model`` uses when the entry names none (None: HELM has none)."""
     return preferred_deployment(model) or get_default_model_deployment_for_model(model) or None
-
-
-def apply_variants(deployment: str, departures: dict[str, str]) -> str:
-    """The deployment serving the departures asked for; one that does not apply to the client changes nothing."""
-    for variant in VARIANTS:
-        if departures.get(variant.option, OFFICIAL) == variant.value:
-            deployment = variant_of(deployment, variant.option, variant.value) or deployment
-    return deployment
 
 
 def data_label(data: str) -> str:
@@ -162,11 +134,12 @@ def run_name_prefix(args: dict[str, Any], request: RoutingRequest, mode: str, de
     parts.append(f"video={mode}")
     if mode != NATIVE:
         parts += request.frame_options.run_name_options()
-    if deployment is not None:
-        parts += [f"{v.option}={v.value}" for v in variants_served(deployment) if v.named_by_routing]
-    if request.score != PARSED:
+    if deployment is not None:  # the departures its deployment serves (score=expected is named below)
+        served = departures_served(DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT[deployment].client_spec)
+        parts += [f"{option}={value}" for option, value in served.items() if option != "score"]
+    if request.score != protocol.PARSED:
         parts.append(f"score={request.score}")
-    if request.failed != MAX_ERROR:
+    if request.failed != protocol.MAX_ERROR:
         parts.append(f"failed={request.failed}")
     return f"{RUN_SPEC_NAME}:{','.join(parts)}"
 
@@ -177,12 +150,16 @@ def scenario_args(base: dict[str, Any], mode: str, options: FrameOptions) -> dic
     args["video"] = mode
     if mode != NATIVE:
         defaults = FrameOptions()
-        args.update({field: getattr(options, field) for field in FRAME_FIELDS
+        args.update({field: getattr(options, field) for field in protocol.FRAME_FIELDS
                      if getattr(options, field) != getattr(defaults, field)})
     return args
 
 
 def _deployment(name: str) -> ModelDeployment:
+    if name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT and name.endswith(tuple(TWIN_SUFFIXES.values())):
+        from helm_roboreward.models.variants import register_variant_twins  # a twin named in the run entry
+
+        register_variant_twins()
     try:
         return get_model_deployment(name)
     except ModelDeploymentNotFoundError:
@@ -206,10 +183,13 @@ def check_distinct_run_name(model: str) -> None:
         )
 
 
-_FIRST_MODEL_OF_ENTRY: dict[int, str] = {}
-
-
-def _check_not_a_group(request: RoutingRequest, model: str) -> None:
+def _check_one_model(request: RoutingRequest, model: str) -> None:
+    """Refuse a second model for one entry: a HELM model group, or a second model expander."""
+    if request.model and request.model != model:
+        raise ValueError(
+            f"roboreward: this run was routed for {request.model}, then given model {model} by a second model "
+            "expander; name one model per entry (model=<org/name>), or leave model= out and use --models-to-run."
+        )
     first = _FIRST_MODEL_OF_ENTRY.setdefault(request.entry, model)
     if request.entry and first != model:
         raise ValueError(
@@ -226,30 +206,28 @@ def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], mod
           max_tokens: int) -> Routed:
     """Resolve a run for ``model`` (and ``deployment``, '' when the entry named none); idempotent on its result."""
     first = not request.model
-    if first:
-        _check_not_a_group(request, model)
-    elif request.model != model:
-        raise ValueError(
-            f"roboreward: this run was routed for {request.model}, then given model {model} by a second model "
-            "expander; name one model per entry (model=<org/name>), or leave model= out and use --models-to-run."
-        )
+    _check_one_model(request, model)
     check_distinct_run_name(model)
     check_not_retired(model)
     chosen = deployment or roboreward_deployment(model)
     if not chosen:
         raise ValueError(f"roboreward: HELM has no deployment for model {model!r}; see `roboreward models` or add "
                          "one with `roboreward add-model`")
-    routed_deployment = apply_variants(_deployment(chosen).name, request.departures())
+    routed_deployment = _deployment(chosen).name
+    if request.departures():
+        from helm_roboreward.models.variants import serving  # registers the twins
+
+        routed_deployment = serving(routed_deployment, request.departures())
     client = _deployment(routed_deployment).client_spec
-    declared = sorted(set(client.args) & set(DECLARED_LIMIT_ARGS))
-    if declared and client.class_name != OPENAI_VIDEO_CLIENT:
+    declared = sorted(set(client.args) & set(protocol.DECLARED_LIMIT_ARGS))
+    if declared and client.class_name != protocol.OPENAI_VIDEO_CLIENT:
         raise ValueError(
             f"roboreward: model deployment {routed_deployment!r} declares {', '.join(declared)}, but its client "
             f"{client.class_name} takes no such argument (HELM would fail to build it). Only this package's "
-            f"{OPENAI_VIDEO_CLIENT.rsplit('.', 1)[-1]} enforces declared request limits; remove them, and check "
-            "a run against the provider's documented limits with `roboreward estimate`."
+            f"{protocol.OPENAI_VIDEO_CLIENT.rsplit('.', 1)[-1]} enforces declared request limits; remove them, and "
+            "check a run against the provider's documented limits with `roboreward estimate`."
         )
-    if first and request.score == EXPECTED and client.class_name not in LOGPROBS_CLIENTS:
+    if first and request.score == protocol.EXPECTED and client.class_name not in LOGPROBS_CLIENTS:
         hlog(f"RoboReward: score=expected for {routed_deployment}: its client "
              f"({client.class_name.rsplit('.', 1)[-1]}) records no answer-token probabilities: "
              "expected_score_coverage 0, and the reward-model statistics use the parsed score")
@@ -260,7 +238,7 @@ def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], mod
               "input). For the mp4, use a deployment whose client sends video (`roboreward models`; the vLLM and "
               "transformers deployments, or `roboreward add-model --client vllm`).")
     if first and needs_reasoning_allowance(model):
-        max_tokens += REASONING_TOKEN_ALLOWANCE
+        max_tokens += protocol.REASONING_TOKEN_ALLOWANCE
     if not run_name.startswith(request.name_prefix):
         raise ValueError(f"roboreward: run name {run_name!r} no longer starts with {request.name_prefix!r}")
     prefix = run_name_prefix(base_args, request, mode, routed_deployment)

@@ -12,25 +12,8 @@ from helm.benchmark.metrics.metric import MetricSpec
 from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
-from helm_roboreward.protocol import (
-    ALL_KNOWN_SUBSETS,
-    AUTO,
-    DATASET_REVISION,
-    DECODINGS,
-    DEFAULT_MAX_TOKENS,
-    FAILED_POLICIES,
-    LAYOUTS,
-    MAX_ERROR,
-    OFFICIAL,
-    OFFICIAL_FRAMES_PER_SECOND,
-    PARSED,
-    SAMPLE_SUBSET_IDS,
-    SCENARIO_CLASS,
-    SCORE_MODES,
-    VIDEO_MODES,
-    FrameOptions,
-    subset_group,
-)
+from helm_roboreward import protocol
+from helm_roboreward.protocol import AUTO, DATASET_REVISION, MAX_ERROR, OFFICIAL, PARSED, FrameOptions
 from helm_roboreward.routing import (
     RUN_SPEC_NAME,
     RoutingRequest,
@@ -70,19 +53,16 @@ def _number(name: str, value: str | int | float, kind: type) -> Any:
     return number
 
 
-def _check_subset_name(subset: str) -> None:
-    """A subset id is a folder name under ``test/``; anything else would move the run folder (its name holds it)."""
+def _check_subset(subset: str, data: str) -> None:
+    """A subset id is a folder name under ``test/``: anything else would move the run folder (its name holds it)."""
     if subset in ("", ".", "..") or any(character in subset for character in "/\\\x00"):
         raise ValueError(
             f"roboreward: subset={subset!r} is not a subset id: give the name of a folder under the data's test/ "
             "folder (no '/', '\\', '.' or '..'), or subset=all"
         )
-
-
-def _check_subset(subset: str, data: str) -> None:
     if subset == "all" or data not in ("hf", "sample"):
         return  # a local copy may hold other subsets; the scenario checks them against its metadata
-    known = SAMPLE_SUBSET_IDS if data == "sample" else [s for s in ALL_KNOWN_SUBSETS if s not in SAMPLE_SUBSET_IDS]
+    known = protocol.SAMPLE_SUBSET_IDS if data == "sample" else protocol.OFFICIAL_SUBSET_IDS
     if subset not in known:
         raise ValueError(
             f"roboreward: subset={subset!r} is not in data={data}. Valid subsets: all, {', '.join(known)}"
@@ -117,7 +97,7 @@ def get_roboreward_spec(
     data: str = "hf",
     revision: str = DATASET_REVISION,
     video: str = AUTO,
-    fps: int | float = OFFICIAL_FRAMES_PER_SECOND,
+    fps: int | float = protocol.OFFICIAL_FRAMES_PER_SECOND,
     last_frame: int | str = 0,
     max_frames: int = 0,
     max_side: int = 0,
@@ -137,18 +117,17 @@ def get_roboreward_spec(
     subset, data, revision, video, failed = str(subset), str(data), str(revision), str(video), str(failed)
     layout, decoding, score = str(layout), str(decoding), str(score)
     for name, value, allowed, official in (
-            ("video", video, VIDEO_MODES, ""), ("failed", failed, FAILED_POLICIES, ""),
-            ("score", score, SCORE_MODES, "parsed; expected: expected-score rewards from the answer token's "
-                                          "probabilities"),
-            ("layout", layout, LAYOUTS, "the message layout of each model's official client"),
-            ("decoding", decoding, DECODINGS, "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the "
-                                              "rest")):
+            ("video", video, protocol.VIDEO_MODES, ""), ("failed", failed, protocol.FAILED_POLICIES, ""),
+            ("score", score, protocol.SCORE_MODES,
+             "parsed; expected: expected-score rewards from the answer token's probabilities"),
+            ("layout", layout, protocol.LAYOUTS, "the message layout of each model's official client"),
+            ("decoding", decoding, protocol.DECODINGS,
+             "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the rest")):
         if value not in allowed:
             raise ValueError(f"roboreward: {name}={value!r} is not one of {', '.join(allowed)}"
                              + (f" (official: {official})" if official else ""))
     if data != "hf" and revision != DATASET_REVISION:
         raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
-    _check_subset_name(subset)
     _check_subset(subset, data)
     try:
         options = FrameOptions(
@@ -170,10 +149,10 @@ def get_roboreward_spec(
     prefix = run_name_prefix(base, request, video, None)
     return RoboRewardRunSpec(
         name=prefix,
-        scenario_spec=ScenarioSpec(class_name=SCENARIO_CLASS, args=scenario_args(base, video, options)),
+        scenario_spec=ScenarioSpec(class_name=protocol.SCENARIO_CLASS, args=scenario_args(base, video, options)),
         adapter_spec=_adapter_spec(),
         metric_specs=metric_specs(failed, score),
-        groups=[subset_group(subset)],
+        groups=[protocol.subset_group(subset)],
         routing=dataclasses.replace(request, name_prefix=prefix),
     )
 
@@ -183,7 +162,7 @@ def _adapter_spec() -> AdapterSpec:
     return AdapterSpec(method=ADAPT_GENERATION_MULTIMODAL, global_prefix="", global_suffix="", instructions="",
                        input_prefix="", input_suffix="", output_prefix="", output_suffix="", instance_prefix="",
                        max_train_instances=0, num_outputs=1, num_train_trials=1, num_trials=1, temperature=0.0,
-                       max_tokens=DEFAULT_MAX_TOKENS, stop_sequences=[], random=None)
+                       max_tokens=protocol.DEFAULT_MAX_TOKENS, stop_sequences=[], random=None)
 
 
 def metric_specs(failed: str = MAX_ERROR, score: str = PARSED) -> list[MetricSpec]:

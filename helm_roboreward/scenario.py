@@ -7,6 +7,7 @@ name and label never reach a model). Reference: the gold progress score.
 import hashlib
 import json
 import os
+import sys
 
 from helm.benchmark.scenarios.scenario import (
     CORRECT_TAG,
@@ -21,32 +22,21 @@ from helm.benchmark.scenarios.scenario import (
 from helm.common.hierarchical_logger import hlog
 from helm.common.media_object import MediaObject, MultimediaObject
 
-# HELM's Slurm worker loads no entry-point plugins but creates the scenario before any client: importing the plugin
-# here registers the package's models and twins there too (a no-op in helm-run).
-import helm_roboreward.plugin  # noqa: F401  (registration side effect)
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.data.rows import DataError, Rollout, load_rollouts
 from helm_roboreward.data.sources import resolve_data_source
-from helm_roboreward.media.paths import recorded_path
-from helm_roboreward.media.preparation import (
-    PreparedMedia,
-    failures_by_row,
-    prepare_media,
-    rebuilt_summary,
-)
-from helm_roboreward.protocol import (
-    DATASET_REVISION,
-    DATASET_URL,
-    FRAMES,
-    NATIVE,
-    PAPER_URL,
-    PROMPT_VERSION,
-    VIDEO_MODES,
-    FrameOptions,
-    build_prompt,
-)
+from helm_roboreward.media.preparation import PreparedMedia, prepare_media, recorded_path
+from helm_roboreward.protocol import DATASET_REVISION, FRAMES, NATIVE, PROMPT_VERSION, FrameOptions, build_prompt
 from helm_roboreward.run_specs import JOBS_VARIABLE
+
+if "helm_roboreward.plugin" not in sys.modules:
+    # HELM's Slurm worker loads no entry-point plugins but creates the scenario before any client: register the
+    # package's models there, and every twin (the worker cannot know which one its run spec names).
+    import helm_roboreward.plugin  # noqa: F401  (registration side effect)
+    from helm_roboreward.models.variants import register_variant_twins
+
+    register_variant_twins()
 
 PROVENANCE_PREFIX = "roboreward-data-"  # data, requested and resolved revision, written next to the media
 EARLIER_ARGUMENTS = ("jobs", "video_request", "layout", "decoding", "score")  # old suites' arguments, ignored
@@ -74,40 +64,26 @@ class RoboRewardScenario(Scenario):
     description = "Vision-language reward modeling on real robot rollouts (RoboRewardBench, arXiv 2601.00675)."
     tags = ["vision-language", "video", "robotics", "reward modeling"]
 
-    def __init__(
-        self,
-        subset: str = "all",
-        data: str = "hf",
-        revision: str = DATASET_REVISION,
-        video: str = FRAMES,
-        frames_per_second: float = 1.0,
-        include_last_frame: bool = False,
-        max_frames: int = 0,
-        max_side: int = 0,
-        media_dir: str | None = None,
-        **earlier: object,
-    ) -> None:
+    def __init__(self, subset: str = "all", data: str = "hf", revision: str = DATASET_REVISION, video: str = FRAMES,
+                 frames_per_second: float = 1.0, include_last_frame: bool = False, max_frames: int = 0,
+                 max_side: int = 0, media_dir: str | None = None, **earlier: object) -> None:
         """What changes the instances (README's run-entry options; ``video`` resolved); ``media_dir``: tests."""
         super().__init__()
         unknown = sorted(set(earlier) - set(EARLIER_ARGUMENTS))
         if unknown:
             raise ValueError(f"RoboRewardScenario: unknown argument(s) {', '.join(unknown)}")
         if video not in (FRAMES, NATIVE):
-            raise ValueError(
-                f"video={video!r} reached the scenario unresolved; expected one of {VIDEO_MODES[:2]}. "
-                "video=auto is resolved per model when the run entry names the model (model=<org/name> or "
-                "--models-to-run) and helm-roboreward is installed; or pass video=frames / video=native explicitly."
-            )
+            raise ValueError(f"video={video!r} reached the scenario unresolved; expected one of {(FRAMES, NATIVE)}. "
+                             "video=auto is resolved per model when the run entry names the model (model=<org/name> "
+                             "or --models-to-run) and helm-roboreward is installed; or pass video=frames / "
+                             "video=native explicitly.")
         self.subset = subset
         self.data = data
         self.revision = revision
         self.video = video
-        self.frame_options = FrameOptions(
-            frames_per_second=float(frames_per_second),
-            include_last_frame=bool(include_last_frame),
-            max_frames=int(max_frames),
-            max_side=int(max_side),
-        )
+        self.frame_options = FrameOptions(frames_per_second=float(frames_per_second),
+                                          include_last_frame=bool(include_last_frame), max_frames=int(max_frames),
+                                          max_side=int(max_side))
         self.media_dir = media_dir
 
     def get_instances(self, output_path: str) -> list[Instance]:
@@ -117,19 +93,17 @@ class RoboRewardScenario(Scenario):
         rollouts = load_rollouts(source.root, subsets, source.description, source.trusted_root)
         media_dir = recorded_path(self.media_dir or output_path)
         report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=worker_count())
-        if report.failures:
-            lines = failures_by_row(rollouts, report)
-            raise DataError(
-                f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
-                f"(the other videos are prepared and cached):\n" + "\n".join(lines)
-            )
-        for line in rebuilt_summary(report):
-            hlog(f"RoboReward: {line}")
-        hlog(
-            f"RoboReward: {len(rollouts)} rows from {source.description} (revision {source.revision}); "
-            f"media in {media_dir}: {len(report.media)} videos, {report.cache_hits} from cache, "
-            f"{report.seconds:.1f} s"
-        )
+        if report.failures or report.rebuilt:
+            from helm_roboreward.media.problems import failures_by_row, rebuilt_summary
+
+            if report.failures:
+                lines = failures_by_row(rollouts, report)
+                raise DataError(f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
+                                f"(the other videos are prepared and cached):\n" + "\n".join(lines))
+            for line in rebuilt_summary(report):
+                hlog(f"RoboReward: {line}")
+        hlog(f"RoboReward: {len(rollouts)} rows from {source.description} (revision {source.revision}); media in "
+             f"{media_dir}: {len(report.media)} videos, {report.cache_hits} from cache, {report.seconds:.1f} s")
         self._write_provenance(output_path, source.revision, rollouts)
         return [self._instance(rollout, report.media[rollout.video_path], source.revision, len(rollouts))
                 for rollout in rollouts]
@@ -138,53 +112,29 @@ class RoboRewardScenario(Scenario):
         content = [MediaObject(text=build_prompt(rollout.row.task), content_type="text/plain")]
         content += [MediaObject(location=path, content_type=media.content_type) for path in media.paths]
         record = InstanceRecord(
-            subset=rollout.row.subset,
-            task=rollout.row.task,
-            robot=rollout.robot,
-            kind=rollout.kind,
-            episode=rollout.episode,
-            cluster=rollout.cluster,
-            video_sha256=media.video_sha256,
-            video_mode=self.video,
-            num_frames=len(media.frame_indices),
-            frame_indices=tuple(media.frame_indices),
-            media_bytes=media.num_bytes,
-            dataset_revision=revision,
-            source_file=rollout.row.file_name,
-            metadata_line=rollout.row.line,
+            subset=rollout.row.subset, task=rollout.row.task, robot=rollout.robot, kind=rollout.kind,
+            episode=rollout.episode, cluster=rollout.cluster, video_sha256=media.video_sha256, video_mode=self.video,
+            num_frames=len(media.frame_indices), frame_indices=tuple(media.frame_indices), media_bytes=media.num_bytes,
+            dataset_revision=revision, source_file=rollout.row.file_name, metadata_line=rollout.row.line,
             rows_in_run=rows_in_run,  # lets the metric see HELM's -m subsampling
         )
-        return Instance(
-            input=Input(multimedia_content=MultimediaObject(content)),
-            references=[Reference(Output(text=str(rollout.row.reward)), tags=[CORRECT_TAG])],
-            split=TEST_SPLIT,
-            id=instance_id(rollout.row.file_name),
-            extra_data=record.to_extra_data(),
-        )
+        return Instance(input=Input(multimedia_content=MultimediaObject(content)),
+                        references=[Reference(Output(text=str(rollout.row.reward)), tags=[CORRECT_TAG])],
+                        split=TEST_SPLIT, id=instance_id(rollout.row.file_name), extra_data=record.to_extra_data())
 
     def _write_provenance(self, output_path: str, revision: str, rollouts: list[Rollout]) -> None:
         os.makedirs(output_path, exist_ok=True)
-        record = {
-            "data": self.data,
-            "requested_revision": self.revision,
-            "resolved_revision": revision,
-            "subset": self.subset,
-            "rows": len(rollouts),
-            "prompt_version": PROMPT_VERSION,
-        }
+        record = {"data": self.data, "requested_revision": self.revision, "resolved_revision": revision,
+                  "subset": self.subset, "rows": len(rollouts), "prompt_version": PROMPT_VERSION}
         encoded = json.dumps(record, sort_keys=True, indent=2).encode("utf-8")
         name = f"{PROVENANCE_PREFIX}{hashlib.sha256(encoded).hexdigest()[:12]}.json"
         write_atomically(os.path.join(output_path, name), encoded)
 
     def get_metadata(self) -> ScenarioMetadata:
-        """Metadata shown by HELM."""
-        return ScenarioMetadata(
-            name=self.name,
-            display_name="RoboRewardBench",
-            description=(
-                "Vision-language models score real robot rollout videos 1..5 for end-of-episode task progress "
-                f"under a fixed rubric ([paper]({PAPER_URL}), [dataset]({DATASET_URL}))."
-            ),
-            main_metric="abs_error",
-            main_split=TEST_SPLIT,
-        )
+        """Metadata shown by HELM (helm-summarize)."""
+        from helm_roboreward.protocol import DATASET_URL, PAPER_URL
+
+        description = ("Vision-language models score real robot rollout videos 1..5 for end-of-episode task progress "
+                       f"under a fixed rubric ([paper]({PAPER_URL}), [dataset]({DATASET_URL})).")
+        return ScenarioMetadata(name=self.name, display_name="RoboRewardBench", description=description,
+                                main_metric="abs_error", main_split=TEST_SPLIT)

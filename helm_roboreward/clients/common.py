@@ -1,13 +1,11 @@
 """What the package's clients share: the prompt's parts, the answer apart from its reasoning, HELM's results."""
 
-import re
 from typing import Any
 
 from helm.common.media_object import MediaObject
 from helm.common.request import ErrorFlags, GeneratedOutput, Request, RequestResult, Thinking, Token
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-_THINK_OPEN_AT_START = re.compile(r"^\s*<think>")
 
 
 def check_top_logprobs(value: Any, client: str = "") -> int:
@@ -34,9 +32,9 @@ def split_reasoning(text: str) -> tuple[str, str | None]:
     """The answer and the reasoning in ``<think>`` tags; no answer when the tag never closes (budget ran out)."""
     if THINK_CLOSE in text:
         head, _, tail = text.partition(THINK_CLOSE)
-        return tail.lstrip(), _THINK_OPEN_AT_START.sub("", head).strip() or None
+        return tail.lstrip(), head.strip().removeprefix(THINK_OPEN).strip() or None
     if text.lstrip().startswith(THINK_OPEN):
-        return "", text.lstrip()[len(THINK_OPEN):].strip() or None
+        return "", text.lstrip().removeprefix(THINK_OPEN).strip() or None
     return text, None
 
 

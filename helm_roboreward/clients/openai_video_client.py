@@ -31,13 +31,11 @@ def shared_openai_client(base_url: str, api_key: str, max_retries: int, timeout_
     key = (os.getpid(), base_url, api_key, max_retries, timeout_seconds, connect_timeout_seconds)  # a fork: its own
     with _SDK_LOCK:
         if key not in _SDK_CLIENTS:
-            import httpx
-            from openai import OpenAI
+            from openai import OpenAI, Timeout
 
-            client = OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries,
-                            timeout=httpx.Timeout(timeout_seconds, connect=connect_timeout_seconds))
-            _ = client.chat.completions  # the SDK imports its resources on first use: here, once
-            _SDK_CLIENTS[key] = client
+            _SDK_CLIENTS[key] = OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries,
+                                       timeout=Timeout(timeout_seconds, connect=connect_timeout_seconds))
+            _ = _SDK_CLIENTS[key].chat.completions  # the SDK imports its resources on first use: here, once
         return _SDK_CLIENTS[key]
 
 
@@ -74,9 +72,8 @@ class OpenAIVideoClient(CachingClient):
         self.base_url = base_url.rstrip("/")
         self.served_model_name = served_model_name
         self.video_transport = video_transport
-        self.video_io = {key: value for key, value in (("fps", video_fps), ("min_frames", video_min_frames),
-                                                       ("max_frames", video_max_frames),
-                                                       ("num_frames", video_num_frames)) if value is not None}
+        self.video_io = {key: value for key, value in {"fps": video_fps, "min_frames": video_min_frames,
+                         "max_frames": video_max_frames, "num_frames": video_num_frames}.items() if value is not None}
         self.decoding = decoding
 
     def _part(self, kind: str, media: MediaObject) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:

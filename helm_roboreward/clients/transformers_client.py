@@ -1,5 +1,6 @@
 """Qwen3-VL and RoboReward in the HELM process, as the official run: the authors' client, reimplemented."""
 
+import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -34,7 +35,7 @@ class LoadedModel:
 
     model: Any
     processor: Any
-    cap_pixels_per_frame: bool | None  # what the video processor gets (None: the checkpoint decides)
+    video_kwargs: dict[str, Any]  # what the processor gets with a video ({}: the checkpoint decides)
     lock: threading.Lock = field(default_factory=threading.Lock)  # one model on one device: one request at a time
 
 
@@ -52,53 +53,44 @@ class TransformersQwen3VLClient(CachingClient):
                  video_decoder: str = "auto") -> None:
         """Check the arguments (ValueError), the checkpoint's config and the machine (TransformersClientError)."""
         super().__init__(cache_config=cache_config)
-        if decoding not in DECODING_MODES:
-            raise ValueError(f"TransformersQwen3VLClient: decoding must be one of {DECODING_MODES}, got {decoding!r}")
-        if dtype not in DTYPES:
-            raise ValueError(f"TransformersQwen3VLClient: dtype must be one of {DTYPES}, got {dtype!r}")
+        for name, value, allowed in (("decoding", decoding, DECODING_MODES), ("dtype", dtype, DTYPES)):
+            if value not in allowed:
+                raise ValueError(f"TransformersQwen3VLClient: {name} must be one of {allowed}, got {value!r}")
         self.top_logprobs = check_top_logprobs(top_logprobs, "TransformersQwen3VLClient: ")
         import torch
 
         self.local = os.path.isdir(checkpoint) or os.path.isabs(checkpoint) or checkpoint.startswith((".", "~"))
         self.checkpoint = os.path.abspath(os.path.expanduser(checkpoint)) if self.local else checkpoint
-        self.revision, self.decoding, self.seed, self.attn_implementation = revision, decoding, int(seed), \
-            attn_implementation
+        self.revision, self.decoding, self.seed = revision, decoding, int(seed)
+        self.attn_implementation = attn_implementation
         cuda = torch.cuda.is_available()
         self.dtype = ("bfloat16" if cuda else "float32") if dtype == "auto" else dtype
         self.device_map = device_map if cuda else None
+        where = f"checkpoint {self.checkpoint!r}" + (f" (revision {revision})" if revision else "")
+        self.checkpoint_files: dict[str, Any] | None = None  # a local checkpoint's files, as the cache key holds them
         with _LOCK:
             from helm_roboreward.clients.video_decoders import check_environment
 
             self.video_decoder, self.video_decoder_version = check_environment(video_decoder, self.device_map)
-            config = self._read_config()
-        self.model_class, self.commit = MODEL_CLASSES[config.model_type], getattr(config, "_commit_hash", None)
-        self.checkpoint_files: dict[str, Any] | None = None  # a local checkpoint's files, as the cache key holds them
-        if self.local:
-            from helm_roboreward.clients.checkpoint_files import checkpoint_fingerprint
+            if self.local:
+                from helm_roboreward.clients.checkpoint_files import check_folder, checkpoint_fingerprint
 
-            self.checkpoint_files = checkpoint_fingerprint(self.checkpoint)
-        files = hashlib.sha256(json.dumps(self.checkpoint_files, sort_keys=True).encode()).hexdigest()
-        self.registry_key = json.dumps([self.checkpoint, revision, self.commit, files, self.dtype, self.device_map,
-                                        attn_implementation])  # same files and settings: one load; new weights anew
+                check_folder(self.checkpoint, where)
+                self.checkpoint_files = checkpoint_fingerprint(self.checkpoint)
+            from transformers import AutoConfig
 
-    def _read_config(self) -> Any:
-        from transformers import AutoConfig
-
-        where = f"checkpoint {self.checkpoint!r}" + (f" (revision {self.revision})" if self.revision else "")
-        if self.local:
-            from helm_roboreward.clients.checkpoint_files import check_folder
-
-            check_folder(self.checkpoint, where)
-        try:
-            config = AutoConfig.from_pretrained(self.checkpoint, revision=self.revision)
-        except (OSError, ValueError) as error:
-            raise TransformersClientError(f"TransformersQwen3VLClient: cannot read the config of {where}: {error}") \
-                from error
+            try:
+                config = AutoConfig.from_pretrained(self.checkpoint, revision=revision)
+            except (OSError, ValueError) as error:
+                raise TransformersClientError(f"TransformersQwen3VLClient: cannot read the config of {where}: "
+                                              f"{error}") from error
         if config.model_type not in MODEL_CLASSES:
             raise TransformersClientError(
                 f"TransformersQwen3VLClient: {where} has model_type {config.model_type!r}; this client runs "
                 f"{' and '.join(MODEL_CLASSES)} (Qwen3-VL, RoboReward) only.")
-        return config
+        self.model_class, self.commit = MODEL_CLASSES[config.model_type], getattr(config, "_commit_hash", None)
+        self.registry_key = json.dumps([self.checkpoint, revision, self.commit, self.checkpoint_files, self.dtype,
+                                        self.device_map, attn_implementation])  # same files and settings: one load
 
     def load(self) -> LoadedModel:
         """The model and processor, loaded on first use and shared process-wide (TransformersClientError: cannot)."""
@@ -133,7 +125,7 @@ class TransformersQwen3VLClient(CachingClient):
             model = model.to("cuda")
         # transformers 5.x asks whether to cap per-frame pixels; the official run's 4.57 had no cap.
         unset = getattr(getattr(processor, "video_processor", None), "cap_pixels_per_frame", 0) is None
-        return LoadedModel(model=model, processor=processor, cap_pixels_per_frame=False if unset else None)
+        return LoadedModel(model, processor, {"cap_pixels_per_frame": False} if unset else {})
 
     def build_messages(self, request: Request) -> list[dict[str, Any]]:
         """One user message, the prompt's parts in order (ValueError: a part neither text, video nor image)."""
@@ -183,8 +175,7 @@ class TransformersQwen3VLClient(CachingClient):
         """What ``generate`` gets for ``messages`` (on the CPU), and the processor options the provenance records."""
         loaded = self.load()
         has_video = any(part["type"] == "video" for part in messages[0]["content"])
-        processor_kwargs = {"cap_pixels_per_frame": loaded.cap_pixels_per_frame} \
-            if has_video and loaded.cap_pixels_per_frame is not None else {}
+        processor_kwargs = dict(loaded.video_kwargs) if has_video else {}
         call_kwargs: dict[str, Any] = dict(processor_kwargs)  # a copy: transformers edits it
         if has_video and self.video_decoder == "pyav":  # decoded outside the model's lock
             from helm_roboreward.clients.pyav_decoder import decode_videos_with_pyav
@@ -216,13 +207,11 @@ class TransformersQwen3VLClient(CachingClient):
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if self.top_logprobs:
             options.update(return_dict_in_generate=True, output_logits=True)
-        with torch.inference_mode():
-            if self.decoding == CHECKPOINT:
-                with _SAMPLING_LOCK:
-                    torch.manual_seed(seed)
-                    output = loaded.model.generate(**inputs, **options)
-            else:
-                output = loaded.model.generate(**inputs, **options)
+        sampling = self.decoding == CHECKPOINT
+        with torch.inference_mode(), _SAMPLING_LOCK if sampling else contextlib.nullcontext():
+            if sampling:
+                torch.manual_seed(seed)
+            output = loaded.model.generate(**inputs, **options)
         generated = (output.sequences if self.top_logprobs else output)[0, inputs["input_ids"].shape[1]:]
         ids: list[int] = generated.tolist()
         tokenizer = loaded.processor.tokenizer
@@ -233,7 +222,7 @@ class TransformersQwen3VLClient(CachingClient):
             "text": text, "tokens": tokenizer.batch_decode([[i] for i in ids if i not in special], **DECODE),
             "completion_tokens": len(ids),
             "reason": "stop" if (ids and ids[-1] in eos_ids) or len(ids) < max_new_tokens else "length",
-            "seed": seed if self.decoding == CHECKPOINT else None}
+            "seed": seed if sampling else None}
         if self.top_logprobs:
             from helm_roboreward.clients.logprobs import digit_token_logprobs
 

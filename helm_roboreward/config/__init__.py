@@ -10,12 +10,3 @@ def config_dir() -> str:
     """The folder holding ``model_metadata.yaml`` and ``model_deployments.yaml``."""
     return os.path.dirname(os.path.abspath(__file__))
 
-
-def helm_builtin_file(name: str) -> str:
-    """A file of HELM's own ``helm/config`` folder, located without importing HELM ('' when HELM is absent)."""
-    from importlib import metadata
-
-    try:
-        return str(metadata.distribution("crfm-helm").locate_file(f"helm/config/{name}"))
-    except metadata.PackageNotFoundError:
-        return ""

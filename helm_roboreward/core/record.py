@@ -1,10 +1,14 @@
 """What each instance carries in HELM's ``extra_data`` (never sent to a model), typed. Fields: docs/data.md."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-_INT_FIELDS = ("num_frames", "media_bytes", "metadata_line", "rows_in_run")
+# How ``extra_data`` values read back, by field (any other field is a string).
+_READ_BACK: dict[str, Callable[[Any], Any]] = {
+    "frame_indices": lambda indices: tuple(int(index) for index in indices),
+    **dict.fromkeys(("num_frames", "media_bytes", "metadata_line", "rows_in_run"), int),
+}
 
 
 @dataclass(frozen=True)
@@ -29,27 +33,13 @@ class InstanceRecord:
 
     def to_extra_data(self) -> dict[str, Any]:
         """The JSON-ready ``extra_data`` dict (fields in declaration order; unset optional fields left out)."""
-        out: dict[str, Any] = {}
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if value is None:
-                continue
-            out[item.name] = list(value) if isinstance(value, tuple) else value
-        return out
+        values = {item.name: getattr(self, item.name) for item in fields(self)}
+        return {name: list(value) if isinstance(value, tuple) else value
+                for name, value in values.items() if value is not None}
 
     @classmethod
     def from_extra_data(cls, extra: Mapping[str, Any] | None) -> "InstanceRecord":
         """The record of an instance's ``extra_data`` (missing or empty fields read as empty)."""
-        extra = extra or {}
-        values: dict[str, Any] = {}
-        for item in fields(cls):
-            value = extra.get(item.name)
-            if value is None:
-                continue
-            if item.name == "frame_indices":
-                values[item.name] = tuple(int(index) for index in value)
-            elif item.name in _INT_FIELDS:
-                values[item.name] = int(value)
-            else:
-                values[item.name] = str(value)
-        return cls(**values)
+        values = {item.name: (extra or {}).get(item.name) for item in fields(cls)}
+        return cls(**{name: _READ_BACK.get(name, str)(value) for name, value in values.items() if value is not None})
+

@@ -5,7 +5,6 @@ from helm_roboreward.protocol import robot_slug
 SUBSET_MAE_PREFIX = "mae_subset_"
 ROBOT_MAE_PREFIX = "mae_robot_"
 KIND_MAE_PREFIX = "mae_kind_"
-GOLD_PREDICTION_PREFIX = "predicted_score_gold_"
 
 
 def subset_mae(subset_id: str) -> str:
@@ -25,9 +24,9 @@ def kind_mae(kind: str) -> str:
 
 def gold_prediction(gold: int) -> str:
     """The ``predicted_score`` copy of the rows labelled ``gold`` (its mean: the mean prediction per label)."""
-    return f"{GOLD_PREDICTION_PREFIX}{gold}"
+    return f"predicted_score_gold_{gold}"
 
 
 def gold_prediction_rows(gold: int) -> str:
     """The run-level count of the rows carrying :func:`gold_prediction` (its weight when pooled over runs)."""
-    return f"{GOLD_PREDICTION_PREFIX}{gold}_rows"
+    return f"{gold_prediction(gold)}_rows"

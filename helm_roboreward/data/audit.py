@@ -27,7 +27,8 @@ from helm_roboreward.core.published_split import (
     PUBLISHED_OXE_VIDEOS,
     PUBLISHED_RELABELS_WITHOUT_ORIGINAL,
 )
-from helm_roboreward.data.naming import FALLBACK, cluster_numbers, name_pattern
+from helm_roboreward.data.clusters import cluster_numbers
+from helm_roboreward.data.naming import ARENA_NAME, CLIP_NAME, OXE_EPISODE_NAME
 from helm_roboreward.data.rows import (
     CLIP,
     COUNTERFACTUAL,
@@ -70,6 +71,22 @@ LEGEND = (
     "episodes; clusters: name clusters joined by identical bytes (the bootstrap's clusters)."
 )
 
+# Which naming rule a name follows (name_pattern).
+ROBOARENA = "roboarena"
+OXE_EPISODE = "oxe_episode"
+OXE_CLIP = "oxe_clip"
+FALLBACK = "fallback"
+
+
+def name_pattern(stem: str, natural: bool) -> str:
+    """The rule a file stem follows (natural subsets: RoboArena or fallback)."""
+    if natural:
+        return ROBOARENA if ARENA_NAME.match(stem) else FALLBACK
+    clip = CLIP_NAME.match(stem)
+    if clip:
+        return OXE_CLIP if OXE_EPISODE_NAME.match(clip.group("episode")) else FALLBACK
+    return OXE_EPISODE if OXE_EPISODE_NAME.match(stem) else FALLBACK
+
 
 @dataclass(frozen=True)
 class AuditedRow:
@@ -80,7 +97,7 @@ class AuditedRow:
     episode: str
     cluster: str
     pattern: str
-    """The naming rule its name follows (``data/naming.py``)."""
+    """The naming rule its name follows (:func:`name_pattern`)."""
     sha256: str
     """SHA-256 of the video; empty when the video is missing or unusable."""
 

@@ -36,22 +36,18 @@ def sample_root() -> str:
     return str(resources.files("helm_roboreward") / "sample")
 
 
-def resolve_data_source(
-    data: str, revision: str = DATASET_REVISION, subsets: Sequence[str] | None = None
-) -> DataSource:
+def resolve_data_source(data: str, revision: str = DATASET_REVISION,
+                        subsets: Sequence[str] | None = None) -> DataSource:
     """``data`` (``hf``, ``sample`` or a folder) as a local folder; ``hf`` downloads ``subsets`` (None: all)."""
     if data == HUB:
         return _hub_source(revision, subsets)
     if data == SAMPLE:
         return _local_source(data, sample_root(), SAMPLE_REVISION_PREFIX)
     root = os.path.abspath(os.path.expanduser(data))
-    layout = f"{TEST_SPLIT}/metadata.jsonl and {TEST_SPLIT}/<subset>/*.mp4."
-    if not os.path.isdir(root):
-        raise DataError(f"data={data!r}: not 'hf', 'sample' or an existing folder. Give the folder of a local copy "
-                        f"holding {layout}")
     if not os.path.isfile(metadata_path(root)):
-        raise DataError(f"data={data!r}: {metadata_path(root)} not found. A local copy must use the dataset layout: "
-                        f"{layout}")
+        from helm_roboreward.data.problems import not_a_local_copy
+
+        raise DataError(not_a_local_copy(data, root))
     return _local_source(data, root, LOCAL_REVISION_PREFIX)
 
 

@@ -1,4 +1,1 @@
-"""The media a model receives: frames or video copies of each rollout, prepared and verified (docs/media.md).
-
-Imports the core and the data only; no HELM.
-"""
+"""The media a model receives: frames or mp4 copies of each rollout, prepared and verified; no HELM (docs/media.md)."""

@@ -10,19 +10,23 @@ import os
 import re
 import stat
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import av
 
-from helm_roboreward.core.files import copy_atomically, file_digest, file_mode, read_json_file, write_atomically
-from helm_roboreward.media.decoding import VideoError, decode_container, probe_container, video_errors
+from helm_roboreward.core.cache_files import copy_atomically, read_json_file
+from helm_roboreward.core.files import file_digest, file_mode, write_atomically
+from helm_roboreward.media.decoding import VideoError, decode_container, probe_container
+from helm_roboreward.media.frame_cache import write_stamps
 from helm_roboreward.media.maintenance import remove_stale_temporaries
-from helm_roboreward.media.preparation import VIDEO_CONTENT_TYPE, PreparedMedia
-from helm_roboreward.media.stamps import write_stamps
+from helm_roboreward.media.preparation import PreparedMedia
 from helm_roboreward.media.verification import contained_directory_problem, stamps_match
 from helm_roboreward.media.write_errors import write_error
 
 VIDEOS_FOLDER = "videos"
+VIDEO_CONTENT_TYPE = "video/mp4"
 COPY_VERSION = "2"
 """Recorded with each copy; an entry without a record of this version is rebuilt."""
 
@@ -94,6 +98,15 @@ def _unknown_boxes(path: str) -> list[str]:
                                     if item not in _UDTA_BOXES and not item.startswith(b"\xa9")]
             position += box_size
     return unknown
+
+
+@contextmanager
+def video_errors(path: str) -> Iterator[None]:
+    """Turns FFmpeg's errors inside the block into a :class:`VideoError` naming ``path``."""
+    try:
+        yield
+    except av.FFmpegError as error:
+        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
 
 
 def unsafe_metadata(path: str) -> list[str]:

@@ -1,6 +1,6 @@
-"""Decoding a video's selected frames with PyAV and storing them as JPEGs in the frame cache.
+"""Decoding a video's selected frames with PyAV and storing them as JPEGs in the frame cache (docs/media.md).
 
-Only what the selection needs is decoded, and converted as the official OpenCV path converts it (docs/media.md).
+Only what the selection needs is decoded, and converted as the official OpenCV path converts it.
 """
 
 import bisect
@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from io import BytesIO
 
@@ -18,7 +17,6 @@ from PIL import Image
 
 from helm_roboreward.core.files import file_digest, write_atomically
 from helm_roboreward.media import frame_cache as cache
-from helm_roboreward.media.stamps import write_stamps
 from helm_roboreward.protocol import FrameOptions, scaled_size, select_frame_indices
 
 
@@ -26,15 +24,6 @@ class VideoError(Exception):
     """A video that cannot be used (the message names it); ``fix`` says what to do (write_errors: a full disk)."""
 
     fix = "Re-download the subset, or remove the row from metadata.jsonl."
-
-
-@contextmanager
-def video_errors(path: str) -> Iterator[None]:
-    """Turns FFmpeg's errors inside the block into a :class:`VideoError` naming ``path``."""
-    try:
-        yield
-    except av.FFmpegError as error:
-        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
 
 
 @dataclass(frozen=True)
@@ -69,8 +58,11 @@ class FrameSet:
 
 def probe_video(path: str) -> VideoProbe:
     """Demux a video once (no decoding) to count frames and find keyframes; :class:`VideoError` if it cannot."""
-    with video_errors(path), av.open(path) as container:
-        return probe_container(path, container)
+    try:
+        with av.open(path) as container:
+            return probe_container(path, container)
+    except av.FFmpegError as error:
+        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
 
 
 def probe_container(path: str, container: "av.container.InputContainer") -> VideoProbe:
@@ -214,12 +206,9 @@ def cached_frames(video_path: str, cache_dir: str, options: FrameOptions, digest
     directory = cache.frames_directory(cache_dir, key)
     if not os.path.lexists(directory):
         return None, None  # nothing cached: nothing to verify
-    from helm_roboreward.media.verification import cached_entry  # only where something is cached
+    from helm_roboreward.media.verification import cached_frame_set  # only where something is cached
 
-    checked = cached_entry(video_path, cache_dir, directory, digest, options, full_check)
-    if checked.manifest is None:
-        return None, checked.problem
-    return frame_set_from(key, directory, checked.manifest, cached=True), None
+    return cached_frame_set(video_path, cache_dir, key, directory, digest, options, full_check)
 
 
 def _extract_into(video_path: str, container: "av.container.InputContainer", directory: str, options: FrameOptions,
@@ -251,7 +240,7 @@ def _extract_into(video_path: str, container: "av.container.InputContainer", dir
         "source_width": probe.width, "source_height": probe.height, "codec": probe.codec,
     }
     write_atomically(os.path.join(directory, cache.MANIFEST_FILE), json.dumps(manifest, sort_keys=True).encode())
-    write_stamps(directory, files + [cache.MANIFEST_FILE], os.path.join(directory, cache.STAMP_FILE))
+    cache.write_stamps(directory, files + [cache.MANIFEST_FILE], os.path.join(directory, cache.STAMP_FILE))
     return manifest
 
 

@@ -1,13 +1,6 @@
-"""Media locations in HELM's files: how the scenario records them, and how to find them in a scenario state."""
+"""Media locations in HELM's files: how to find them in a scenario state."""
 
-import os
 from collections.abc import Iterator
-
-
-def recorded_path(path: str) -> str:
-    """How a media path is recorded: relative to the working directory when under it, so HELM's viewer finds it."""
-    relative = os.path.relpath(path) if os.path.isabs(path) else os.pardir
-    return path if relative.startswith(os.pardir) else relative
 
 
 def media_objects(state: object) -> Iterator[tuple[str, str]]:

@@ -14,7 +14,6 @@ from helm_roboreward.media.decoding import FrameSet, VideoError, cached_frames, 
 from helm_roboreward.protocol import FrameOptions
 
 FRAMES_FOLDER = "frames"
-VIDEO_CONTENT_TYPE = "video/mp4"
 FRAME_CONTENT_TYPE = "image/jpeg"
 VIDEOS_PER_WORKER = 16  # a spawned worker costs about a second: a small cold run stays in this process
 
@@ -77,6 +76,12 @@ class PreparationReport:
     def cache_hits(self) -> int:
         """Distinct videos that needed no work."""
         return sum(1 for media in self._distinct() if media.cached)
+
+
+def recorded_path(path: str) -> str:
+    """How a media path is recorded: relative to the working directory when under it, so HELM's viewer finds it."""
+    relative = os.path.relpath(path) if os.path.isabs(path) else os.pardir
+    return path if relative.startswith(os.pardir) else relative
 
 
 def _from_frames(frame_set: FrameSet, video_sha256: str) -> PreparedMedia:
@@ -180,28 +185,6 @@ def _check_writable(media_dir: str) -> None:
         write_atomically(probe, b"")
         os.unlink(probe)
     except OSError as error:
-        raise PermissionError(
-            f"cannot write to the media folder {media_dir} ({error.strerror or error}). "
-            "Choose a writable output folder (helm-run -o / roboreward prepare --output-path)."
-        ) from None
+        from helm_roboreward.media.write_errors import unwritable_folder
 
-
-def failures_by_row(rollouts: Sequence[Rollout], report: PreparationReport) -> list[str]:
-    """One line per failed row: metadata line, file name, the error and what to do."""
-    lines: list[str] = []
-    for rollout in rollouts:
-        failure = report.failures.get(rollout.video_path)
-        if failure is not None:
-            fix = failure.fix.replace("the subset,", f"the subset {rollout.row.subset!r},")
-            lines.append(f"metadata line {rollout.row.line} ({rollout.row.file_name}): {failure.message}. {fix}")
-    return lines
-
-
-def rebuilt_summary(report: PreparationReport, limit: int = 5) -> list[str]:
-    """Lines saying which cache entries were not trusted and rebuilt (empty when none)."""
-    reasons = list(report.rebuilt.values())
-    if not reasons:
-        return []
-    lines = [f"{len(reasons)} cache entr{'y was' if len(reasons) == 1 else 'ies were'} not trusted and rebuilt:"]
-    lines += [f"  {reason}" for reason in reasons[:limit]]
-    return lines + ([f"  ... and {len(reasons) - limit} more"] if len(reasons) > limit else [])
+        raise unwritable_folder(media_dir, error) from None

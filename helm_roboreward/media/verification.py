@@ -10,10 +10,11 @@ import stat
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from helm_roboreward.core.files import file_digest, read_json_file
+from helm_roboreward.core.cache_files import read_json_file
+from helm_roboreward.core.files import file_digest
 from helm_roboreward.media import frame_cache as cache
-from helm_roboreward.media.decoding import probe_video
-from helm_roboreward.media.stamps import file_stamp, write_stamps
+from helm_roboreward.media.decoding import FrameSet, frame_set_from, probe_video
+from helm_roboreward.media.frame_cache import file_stamp, write_stamps
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 
 FRAME_NAME = re.compile(r"\d{4,}\.jpg")
@@ -97,6 +98,15 @@ def cached_entry(video_path: str, cache_dir: str, directory: str, video_sha256: 
     if problem is not None:
         return EntryCheck(None, f"the frames in {directory} {problem}")
     return EntryCheck(manifest, None)
+
+
+def cached_frame_set(video_path: str, cache_dir: str, key: str, directory: str, video_sha256: str,
+                     options: FrameOptions, full: bool) -> tuple[FrameSet | None, str | None]:
+    """The :class:`FrameSet` of a trusted entry, or None and why an existing entry is not trusted."""
+    checked = cached_entry(video_path, cache_dir, directory, video_sha256, options, full)
+    if checked.manifest is None:
+        return None, checked.problem
+    return frame_set_from(key, directory, checked.manifest, cached=True), None
 
 
 def _manifest_problem(manifest: cache.Manifest, video_sha256: str, options: FrameOptions) -> str | None:

@@ -47,7 +47,7 @@ from helm_roboreward.models.files import (
     refuse_package_config,
 )
 from helm_roboreward.models.helm_registries import require_local_path_folder
-from helm_roboreward.models.lifecycle import ALIASES, retirement_of
+from helm_roboreward.models.lifecycle import ALIASES, RETIRED_MODELS
 from helm_roboreward.protocol import (
     DEFAULT_MAX_TOKENS,
     FRAMES,
@@ -198,7 +198,7 @@ def validate(new: NewModel) -> None:
                                 "leave the flag out for no limit (vLLM reads 0 as 'none allowed')")
     _validate_server_settings(new)
     _validate_family(new)
-    retirement = retirement_of(new.model)
+    retirement = RETIRED_MODELS.get(new.model)
     if retirement is not None:
         raise AddModelError(f"{new.model} was retired by its provider on {retirement.date.isoformat()}; add its "
                             f"successor instead ({retirement.successor}), or run that one: it is known already")

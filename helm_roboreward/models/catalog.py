@@ -24,7 +24,7 @@ from helm.benchmark.run_expander import ModelRunExpander
 
 from helm_roboreward.config import MODEL_METADATA_FILE, config_dir
 from helm_roboreward.core.leaderboard import LEADERBOARD_MODELS as PUBLISHED_MODELS
-from helm_roboreward.models.lifecycle import ALIASES, RETIRED_MODELS, retirement_of, status_of
+from helm_roboreward.models.lifecycle import ALIASES, RETIRED_MODELS
 from helm_roboreward.models.registry import package_model_names
 from helm_roboreward.protocol import (
     AUTO,
@@ -74,7 +74,7 @@ def models_in_group(group: str) -> list[str]:
     else:
         raise ValueError(f"roboreward: group {group!r} is not one of {', '.join(MODEL_GROUPS)}")
     return [name for name in dict.fromkeys(names)
-            if name in MODEL_NAME_TO_MODEL_METADATA and name not in ALIASES and retirement_of(name) is None]
+            if name in MODEL_NAME_TO_MODEL_METADATA and name not in ALIASES and name not in RETIRED_MODELS]
 
 
 COLUMNS = ("model", "family", "deployment", "client", "media", "max_tokens", "status", "credentials")
@@ -149,6 +149,14 @@ def credentials_key(deployment: ModelDeployment) -> str:
     if client == "helm.clients.vertexai_client.VertexAIChatClient":
         return f"{host}ProjectId + {host}Location"
     return f"{host}ApiKey"
+
+
+def status_of(model: str) -> str:
+    """``current``, ``alias of <model>`` or ``retired on <date> -> <successor>`` (``roboreward models``)."""
+    retirement = RETIRED_MODELS.get(model)
+    if retirement is not None:
+        return f"retired on {retirement.date.isoformat()} -> {retirement.successor}"
+    return f"alias of {ALIASES[model]}" if model in ALIASES else "current"
 
 
 def entry_for(model: str) -> ModelEntry:

@@ -38,7 +38,8 @@ def load_registries(local_path: str) -> None:
                 "--local-path."
             ) from None
     import helm_roboreward.plugin  # noqa: F401  (registers the package's models, as helm-run does)
-    from helm_roboreward.models.registry import register_package_models, register_variant_twins
+    from helm_roboreward.models.registry import register_package_models
+    from helm_roboreward.models.variants import register_variant_twins
 
     # The plugin registers on its first import only; calling again covers a process that imported it before
     # the local path's models were registered (both calls add only what is missing).

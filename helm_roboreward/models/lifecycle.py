@@ -1,17 +1,13 @@
-"""Which models their provider has retired, and which names are aliases: the one table for both (docs/data.md).
-
-A run naming a retired model stops before any request with its successor, unless ``ROBOREWARD_ALLOW_RETIRED=1``.
-"""
+"""Which models their provider has retired, and which names are aliases: the one table for both (docs/data.md)."""
 
 import datetime
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ALLOW_RETIRED_VARIABLE = "ROBOREWARD_ALLOW_RETIRED"
 
 
-@dataclass(frozen=True)
-class Retirement:
+class Retirement(NamedTuple):
     """A model its provider turned off: when, the model (``org/name``) to run instead, and the provider's page."""
 
     date: datetime.date
@@ -34,24 +30,12 @@ ALIASES: dict[str, str] = {  # old name -> the model it now runs (same API id an
 }
 
 
-def retirement_of(model: str) -> Retirement | None:
-    """The retirement of ``model``, or None when its provider still serves it (as far as this table knows)."""
-    return RETIRED_MODELS.get(model)
-
-
-def retired_runs_allowed() -> bool:
-    """True when the environment lets runs name retired models (``ROBOREWARD_ALLOW_RETIRED=1``)."""
-    return os.environ.get(ALLOW_RETIRED_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def status_of(model: str) -> str:
-    """``current``, ``alias of <model>`` or ``retired on <date> -> <successor>`` (``roboreward models``)."""
-    retirement = retirement_of(model)
-    if retirement is not None:
-        return f"retired on {retirement.date.isoformat()} -> {retirement.successor}"
-    if model in ALIASES:
-        return f"alias of {ALIASES[model]}"
-    return "current"
+def check_not_retired(model: str) -> None:
+    """Stop a run naming a retired model before any request, with its successor (unless ROBOREWARD_ALLOW_RETIRED)."""
+    retirement = RETIRED_MODELS.get(model)
+    if retirement is not None and os.environ.get(ALLOW_RETIRED_VARIABLE, "").strip().lower() not in (
+            "1", "true", "yes", "on"):
+        raise ValueError(retired_message(model, retirement))
 
 
 def retired_message(model: str, retirement: Retirement) -> str:
@@ -64,10 +48,3 @@ def retired_message(model: str, retirement: Retirement) -> str:
         f"Old suites that ran {model} still summarize. To run it anyway (replaying HELM's request cache), set "
         f"{ALLOW_RETIRED_VARIABLE}=1."
     )
-
-
-def check_not_retired(model: str) -> None:
-    """Raise ValueError for a model its provider retired (:func:`retired_message`), unless runs may name it."""
-    retirement = retirement_of(model)
-    if retirement is not None and not retired_runs_allowed():
-        raise ValueError(retired_message(model, retirement))

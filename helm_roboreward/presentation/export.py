@@ -17,10 +17,10 @@ import stat
 from dataclasses import dataclass
 
 from helm_roboreward.media.containment import UnsafePathError, relative_parts, require_inside, write_inside
-from helm_roboreward.media.paths import media_objects, recorded_path
+from helm_roboreward.media.paths import media_objects
 from helm_roboreward.media.viewer import MARKER, viewer_relative_path
 
-__all__ = ["MARKER", "recorded_path", "viewer_relative_path", "media_objects", "export_media"]
+__all__ = ["MARKER", "viewer_relative_path", "media_objects", "export_media"]
 
 MAX_LISTED = 10
 

@@ -157,7 +157,7 @@ class RewardModel:
                  options: Mapping[str, object] | str | None = None, media_dir: str | None = None,
                  cache: bool = True) -> None:
         from helm_roboreward.media import preparation  # loaded now, not by the first request (PyAV: ~1 s)
-        from helm_roboreward.media.paths import recorded_path
+        from helm_roboreward.media.preparation import recorded_path
         from helm_roboreward.reward.official import HelmSide, route_model
 
         self.model = model

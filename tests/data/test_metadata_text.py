@@ -6,12 +6,18 @@ one row, with the line numbers of later rows unchanged.
 """
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from helm_roboreward.data.rows import DataError, MetadataRow, locate_video, read_metadata
+from helm_roboreward.data.problems import checked_rows
+from helm_roboreward.data.rows import DataError, MetadataRow, _plain_rows, locate_video, metadata_path, read_metadata
+from helm_roboreward.data.sources import sample_root
 
 LINE_BREAKERS = "\u2028\u2029\u0085\x1c\x1d\x1e\x0b\x0c"
 """Every character ``str.splitlines`` breaks at, besides \\n and \\r."""
@@ -105,3 +111,63 @@ def test_a_folder_named_like_a_video_says_what_it_is_and_what_to_do(tmp_path: Pa
     assert "line 7, field 'file_name'" in message
     assert f"{split / 'sim' / 'a.mp4'} is a folder, not a video file" in message
     assert "Replace it with the mp4" in message and "Re-download the subset 'sim'" in message
+
+
+PLAIN_VALUES = {"file_name": st.from_regex(r"sim/([a-z]{1,2}|e_attempt_1_score_[1-5])\.mp4", fullmatch=True),
+                "task": st.sampled_from(["pick it", "!", "~", " x\t"]), "reward": st.integers(1, 5)}
+OTHER_VALUES: dict[str, list[Any]] = {
+    "file_name": ["sim/x/c.mp4", "sim/\u00e9.mp4", "sim/.a.mp4", "sim/-a.mp4", "sim/a b.mp4", "a.mp4", "/sim/a.mp4",
+                  "sim//a.mp4", "sim/../a.mp4", "sim/./a.mp4", "sim/..", "C:/sim/a.mp4", "c:a/b.mp4", "sim\\a.mp4",
+                  "sim/a\x00.mp4", "sim/", 3],
+    "task": ["", " ", "\t", ZERO_WIDTH, "\u00a0", "\u00e9", "\u5bb6\u65cf", "a\u200b", None, 7],
+    "reward": [0, 6, -1, True, False, 3.0, "3", None, float("nan")],
+}
+
+
+def read_both(raw: bytes, check_clip_labels: bool) -> list[object]:
+    """What read_metadata and the full rules (data/problems.py) make of the same file: rows or a message."""
+    outcomes: list[object] = []
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "metadata.jsonl")
+        Path(path).write_bytes(raw)
+        for read in (read_metadata, lambda p, check: checked_rows(p, raw, check)):
+            try:
+                outcomes.append(read(path, check_clip_labels))
+            except DataError as error:
+                outcomes.append(str(error))
+    return outcomes
+
+
+@pytest.mark.parametrize(("field", "value"), [(field, value) for field, values in OTHER_VALUES.items()
+                                               for value in values])
+def test_a_row_that_is_not_plain_reads_as_the_full_rules_read_it(field: str, value: Any) -> None:
+    # read_metadata accepts plain rows by a narrower check of its own (data/rows.py): it must never accept
+    # what the full rules refuse, nor read a row otherwise.
+    raw = (json.dumps(row("a")) + "\n" + json.dumps({**row("b"), field: value}) + "\n").encode()
+    first, second = read_both(raw, check_clip_labels=True)
+    assert first == second
+
+
+@st.composite
+def records(draw: st.DrawFn) -> dict[str, Any]:
+    """A plain row, or one with one field missing or holding another value (which the full rules may accept)."""
+    record = draw(st.fixed_dictionaries(PLAIN_VALUES))
+    field = draw(st.sampled_from([None, None, "file_name", "task", "reward"]))
+    if field and draw(st.booleans()):
+        record[field] = draw(st.sampled_from(OTHER_VALUES[field]))
+    elif field:
+        del record[field]
+    return record
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(records(), max_size=3), check_clip_labels=st.booleans())
+def test_rows_read_exactly_as_the_full_rules_read_them(rows: list[dict[str, Any]], check_clip_labels: bool) -> None:
+    first, second = read_both("".join(json.dumps(record) + "\n" for record in rows).encode(), check_clip_labels)
+    assert first == second
+
+
+def test_the_rows_of_the_sample_are_plain() -> None:
+    # The default run validates them without loading the full rules (core/validation.py, data/problems.py).
+    raw = Path(metadata_path(sample_root())).read_bytes()
+    assert _plain_rows(raw, check_clip_labels=True) == read_metadata(metadata_path(sample_root()))

@@ -28,7 +28,8 @@ from helm_roboreward.data.rows import load_rollouts
 from helm_roboreward.media.copies import copy_location, remux_without_metadata, store_video, unsafe_metadata
 from helm_roboreward.media.decoding import extract_frames, probe_video
 from helm_roboreward.media.frame_cache import MANIFEST_FILE, frames_directory, frames_key
-from helm_roboreward.media.preparation import FRAMES_FOLDER, failures_by_row, prepare_media, rebuilt_summary
+from helm_roboreward.media.preparation import FRAMES_FOLDER, prepare_media
+from helm_roboreward.media.problems import failures_by_row, rebuilt_summary
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers.harness import PROD_ENV, SAMPLE, TIMEOUT, cli
 from tests.helpers.sample import distinct_videos

@@ -14,13 +14,8 @@ from helm.benchmark.run_spec_factory import construct_run_specs
 from helm.common.object_spec import parse_object_spec
 
 import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
-from helm_roboreward.models import lifecycle as model_lifecycle
-from helm_roboreward.models.lifecycle import (
-    ALLOW_RETIRED_VARIABLE,
-    RETIRED_MODELS,
-    retired_message,
-    status_of,
-)
+from helm_roboreward.models.catalog import status_of
+from helm_roboreward.models.lifecycle import ALLOW_RETIRED_VARIABLE, RETIRED_MODELS, retired_message
 from helm_roboreward.models.registry import register_package_models
 from helm_roboreward.routing import check_not_retired
 from tests.helpers.fakes import GEMINI, FakeModelServer
@@ -113,7 +108,7 @@ def test_other_benchmarks_are_not_affected() -> None:
 
 def test_the_escape_hatch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ALLOW_RETIRED_VARIABLE, "1")
-    assert model_lifecycle.retired_runs_allowed()
+    check_not_retired(ER_16)  # nothing raised
     (spec,) = construct_run_specs(parse_object_spec(f"roboreward:subset={SUBSET},data=sample,model={ER_16}"))
     assert spec.adapter_spec.model_deployment == ER_16
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helm_roboreward.data.naming import cluster_numbers
+from helm_roboreward.data.clusters import cluster_numbers
 
 MIN_CLUSTERS = 30
 """An interval from fewer clusters than this is too small to trust (the bootstrap distribution is too coarse: on

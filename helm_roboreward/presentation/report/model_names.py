@@ -4,7 +4,17 @@ import os
 
 import yaml
 
-from helm_roboreward.config import MODEL_METADATA_FILE, config_dir, helm_builtin_file
+from helm_roboreward.config import MODEL_METADATA_FILE, config_dir
+
+
+def helm_builtin_file(name: str) -> str:
+    """A file of HELM's own ``helm/config`` folder, located without importing HELM ('' when HELM is absent)."""
+    from importlib import metadata
+
+    try:
+        return str(metadata.distribution("crfm-helm").locate_file(f"helm/config/{name}"))
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def _metadata_files(local_path: str) -> list[str]:
