@@ -17,20 +17,8 @@ from helm_roboreward.protocol import (
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DATASET_ID",
-    "DATASET_REVISION",
-    "OFFICIAL_SUBSETS",
-    "PROMPT_VERSION",
-    "FrameOptions",
-    "build_prompt",
-    "parse_progress_score",
-    "score_prediction",
-    "select_frame_indices",
-    "__version__",
-    "Reward",
-    "RewardModel",
-]
+__all__ = ["DATASET_ID", "DATASET_REVISION", "OFFICIAL_SUBSETS", "PROMPT_VERSION", "FrameOptions", "build_prompt",
+           "parse_progress_score", "score_prediction", "select_frame_indices", "__version__", "Reward", "RewardModel"]
 
 
 def __getattr__(name: str) -> object:

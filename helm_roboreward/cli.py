@@ -66,12 +66,14 @@ def _prepare(args: argparse.Namespace) -> int:
                            progress=not args.quiet, full_check=True)
     failures: list[str] = problems + failures_by_row(rollouts, report)
     print(f"roboreward prepare: {source.description} (revision {source.revision}) -> {media_dir}")
-    print(f"  rows: {len(rollouts) + len(problems)}   distinct videos ready: {report.num_videos}"
+    distinct = report.distinct()  # each video content counted once
+    num_bytes = sum(media.num_bytes for media in distinct)
+    print(f"  rows: {len(rollouts) + len(problems)}   distinct videos ready: {len(distinct)}"
           f"   cache hits: {report.cache_hits}   failed rows: {len(failures)}")
     if args.video == "frames":
-        print(f"  frames: {report.num_frames}   bytes: {report.num_bytes:,}")
+        print(f"  frames: {sum(len(media.frame_indices) for media in distinct)}   bytes: {num_bytes:,}")
     else:
-        print(f"  video bytes: {report.num_bytes:,}")
+        print(f"  video bytes: {num_bytes:,}")
     print(f"  seconds: {report.seconds:.1f}   jobs: {jobs}   workers started: {report.workers}")
     for line in rebuilt_summary(report):
         print(f"  {line}")

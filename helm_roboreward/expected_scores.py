@@ -28,6 +28,7 @@ from helm_roboreward.core.score_probabilities import (
     score_distribution,
     success_probability,
 )
+from helm_roboreward.metrics import gold_score
 from helm_roboreward.protocol import MAX_SCORE
 
 EXPECTED_SUFFIX = "_expected"
@@ -56,6 +57,14 @@ def instance_stats(request_state: RequestState, gold: int) -> list[Stat]:
         Stat(MetricName("success_probability")).add(success),
         Stat(MetricName("success_brier")).add((success - outcome) ** 2),
     ]
+
+
+def derived_stats(per_instance_stats: dict[Instance, list[Stat]], skip_failed: bool) -> list[Stat]:
+    """The run's parsed-score and expected-score stats (``skip_failed``: over the answered requests only)."""
+    counted = {instance: stats for instance, stats in per_instance_stats.items() if not skip_failed
+               or not any(stat.name.name == "failed_request" and stat.sum > 0 for stat in stats)}
+    gold_of = {instance: float(gold_score(instance)) for instance in counted}
+    return parsed_score_stats(counted, gold_of) + run_stats(counted, gold_of)
 
 
 def _scored_row(instance: Instance, gold: float, score: float | None) -> ScoredRow:

@@ -15,21 +15,9 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
+from helm_roboreward import protocol
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.stat_names import gold_prediction, gold_prediction_rows, kind_mae, robot_mae, subset_mae
-from helm_roboreward.protocol import (
-    EXPECTED,
-    FAILED_POLICIES,
-    GOLD_LABELS,
-    MAX_ERROR,
-    MAX_SCORE,
-    PARSED,
-    SCORE_MODES,
-    SKIP,
-    ScoredPrediction,
-    maximum_error_score,
-    score_prediction,
-)
 
 
 def gold_score(instance: Instance) -> int:
@@ -40,19 +28,11 @@ def gold_score(instance: Instance) -> int:
     return int(reference.output.text)
 
 
-def completion_text(request_state: RequestState) -> str | None:
-    """The answer text (reasoning a client returns apart stays out), or None when the request failed."""
-    result = request_state.result
-    if result is None or not result.success or not result.completions:
-        return None
-    return result.completions[0].text
-
-
 def _stat(name: str, value: float) -> Stat:
     return Stat(MetricName(name)).add(value)
 
 
-def instance_stats(scored: ScoredPrediction, record: InstanceRecord, answered: bool = True) -> list[Stat]:
+def instance_stats(scored: protocol.ScoredPrediction, record: InstanceRecord, answered: bool = True) -> list[Stat]:
     """The stats of one answered request, or (``answered=False``) the error terms of a failed one."""
     stats = [_stat("abs_error", scored.abs_error), _stat("squared_error", scored.squared_error),
              _stat("exact_match", scored.exact_match), _stat("within_one", scored.within_one),
@@ -60,7 +40,7 @@ def instance_stats(scored: ScoredPrediction, record: InstanceRecord, answered: b
     if answered:
         stats.append(_stat("invalid_output", scored.invalid_output))
         # Rates over the rows they are about, so the run's mean is the rate itself.
-        stats.append(_stat("false_success", scored.false_success) if scored.gold < MAX_SCORE
+        stats.append(_stat("false_success", scored.false_success) if scored.gold < protocol.MAX_SCORE
                      else _stat("missed_success", scored.missed_success))
     if scored.predicted is not None:
         stats += [_stat("predicted_score", scored.predicted), _stat(gold_prediction(scored.gold), scored.predicted)]
@@ -83,12 +63,12 @@ def request_stats(request_state: RequestState, record: InstanceRecord) -> list[S
 class RoboRewardMetric(Metric):
     """Absolute error of the parsed progress score, with breakdowns and the macro MAE over subsets."""
 
-    def __init__(self, failed: str = MAX_ERROR, score: str = PARSED) -> None:
+    def __init__(self, failed: str = protocol.MAX_ERROR, score: str = protocol.PARSED) -> None:
         """``failed``: ``max_error`` (official) or ``skip``; ``score``: ``parsed`` (official) or ``expected``."""
-        if failed not in FAILED_POLICIES:
-            raise ValueError(f"failed={failed!r} is not one of {', '.join(FAILED_POLICIES)}")
-        if score not in SCORE_MODES:
-            raise ValueError(f"score={score!r} is not one of {', '.join(SCORE_MODES)}")
+        if failed not in protocol.FAILED_POLICIES:
+            raise ValueError(f"failed={failed!r} is not one of {', '.join(protocol.FAILED_POLICIES)}")
+        if score not in protocol.SCORE_MODES:
+            raise ValueError(f"score={score!r} is not one of {', '.join(protocol.SCORE_MODES)}")
         self.failed = failed
         self.score = score
 
@@ -98,13 +78,15 @@ class RoboRewardMetric(Metric):
         instance = request_state.instance
         record = InstanceRecord.from_extra_data(instance.extra_data)
         gold = gold_score(instance)
-        text = completion_text(request_state)
+        result = request_state.result  # its text leaves out reasoning the client returned apart; None: failed
+        text = result.completions[0].text if result is not None and result.success and result.completions else None
         stats = [_stat("failed_request", 1.0 if text is None else 0.0)] + request_stats(request_state, record)
-        if text is None and self.failed == SKIP:
+        if text is None and self.failed == protocol.SKIP:
             return stats
-        scored = maximum_error_score(gold, invalid_output=False) if text is None else score_prediction(text, gold)
+        scored = (protocol.maximum_error_score(gold, invalid_output=False) if text is None
+                  else protocol.score_prediction(text, gold))
         stats += instance_stats(scored, record, answered=text is not None)
-        if self.score == EXPECTED:
+        if self.score == protocol.EXPECTED:
             from helm_roboreward import expected_scores  # the score=expected extra
 
             stats += expected_scores.instance_stats(request_state, gold)
@@ -117,7 +99,7 @@ class RoboRewardMetric(Metric):
         errors_by_subset: dict[str, list[float]] = defaultdict(list)
         rows_in_run: set[int] = set()
         counts: dict[str, int] = defaultdict(int)
-        counted_names = {"abs_error", *(gold_prediction(gold) for gold in GOLD_LABELS)}
+        counted_names = {"abs_error", *(gold_prediction(gold) for gold in protocol.GOLD_LABELS)}
         for instance, stats in per_instance_stats.items():
             record = InstanceRecord.from_extra_data(instance.extra_data)
             rows_in_run.add(record.rows_in_run or 0)
@@ -126,22 +108,24 @@ class RoboRewardMetric(Metric):
                     counts[stat.name.name] += 1
                     if stat.name.name == "abs_error":
                         errors_by_subset[record.subset].append(stat.sum / stat.count)
-        derived = [_stat("num_instances", len(per_instance_stats))] + _coverage(len(per_instance_stats), rows_in_run)
+        derived = [_stat("num_instances", len(per_instance_stats))]
+        total = rows_in_run.pop() if len(rows_in_run) == 1 else 0
+        if total:  # the share of the run's rows evaluated: below 1, HELM's -m subsampled them
+            if len(per_instance_stats) < total:
+                hwarn(f"RoboReward: only {len(per_instance_stats)} of the run's {total} rows were evaluated (helm-run "
+                      f"-m / --max-eval-instances samples at random, not per subset): these MAEs are not the official "
+                      f"numbers. Rerun with -m {total} or more.")
+            derived.append(_stat("eval_coverage", len(per_instance_stats) / total))
         if errors_by_subset:
             subset_maes = [sum(errors) / len(errors) for errors in errors_by_subset.values()]
-            derived += [_stat("macro_mae", sum(subset_maes) / len(subset_maes)),
-                        _stat("num_subsets", len(subset_maes))]
+            derived += [_stat("macro_mae", sum(subset_maes) / len(subset_maes)), _stat("num_subsets", len(subset_maes))]
         # HELM keeps a run's mean, not how many rows it averaged: the summarizer's micro means weigh by these.
         derived.append(_stat("error_rows", counts["abs_error"]))
-        derived += [_stat(gold_prediction_rows(gold), counts[gold_prediction(gold)]) for gold in GOLD_LABELS]
-        if self.score == EXPECTED:
+        derived += [_stat(gold_prediction_rows(gold), counts[gold_prediction(gold)]) for gold in protocol.GOLD_LABELS]
+        if self.score == protocol.EXPECTED:
             from helm_roboreward import expected_scores  # the score=expected extra
 
-            counted = {instance: stats for instance, stats in per_instance_stats.items() if self.failed != SKIP
-                       or not any(stat.name.name == "failed_request" and stat.sum > 0 for stat in stats)}
-            gold_of = {instance: float(gold_score(instance)) for instance in counted}
-            derived += expected_scores.parsed_score_stats(counted, gold_of)
-            derived += expected_scores.run_stats(counted, gold_of)
+            derived += expected_scores.derived_stats(per_instance_stats, skip_failed=self.failed == protocol.SKIP)
         return derived
 
     def get_metadata(self) -> list[MetricMetadata]:
@@ -151,13 +135,3 @@ class RoboRewardMetric(Metric):
         return [MetricMetadata(definition.name, definition.display_name, None, definition.description,
                                definition.lower_is_better) for definition in STATS]
 
-
-def _coverage(evaluated: int, rows_in_run: set[int]) -> list[Stat]:
-    """``eval_coverage``: the share of the run's rows evaluated; below 1 HELM's ``-m`` subsampled them."""
-    if len(rows_in_run) != 1 or not (total := rows_in_run.pop()):
-        return []
-    if evaluated < total:
-        hwarn(f"RoboReward: only {evaluated} of the run's {total} rows were evaluated (helm-run -m / "
-              f"--max-eval-instances samples at random, not per subset): these MAEs are not the official "
-              f"numbers. Rerun with -m {total} or more.")
-    return [_stat("eval_coverage", evaluated / total)]

@@ -1,7 +1,6 @@
-"""RoboRewardBench's evaluation protocol, rule by rule, in the order of docs/protocol.md.
+"""RoboRewardBench's evaluation protocol, rule by rule in the order of docs/protocol.md (which gives their sources).
 
-Every official default is declared here once; each option departs from it by name. docs/protocol.md gives the
-official source (paper, dataset card, the authors' HELM branch ``rob``) of each rule. Pure: no HELM, no I/O.
+Every official default is declared here once; each option departs from it by name. Pure: no HELM, no I/O.
 """
 
 import math
@@ -151,15 +150,14 @@ class FrameOptions:
     jpeg_quality: int = 95  # OpenCV's imwrite default (the official extractor)
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.frames_per_second) and self.frames_per_second > 0):
-            raise ValueError(f"fps must be a positive number, got {self.frames_per_second!r}: frames kept per "
-                             "second of video (1 is the official rule)")
+        fps, official = self.frames_per_second, ": 0 is the official rule"
+        if not (math.isfinite(fps) and fps > 0):
+            raise ValueError(f"fps must be a positive number, got {fps!r}: frames kept per second of video (1 is the "
+                             "official rule)")
         if self.max_frames < 0:
-            raise ValueError(f"max_frames must be 0 (no cap) or positive, got {self.max_frames!r}: 0 is the "
-                             "official rule")
+            raise ValueError(f"max_frames must be 0 (no cap) or positive, got {self.max_frames!r}{official}")
         if self.max_side < 0 or 0 < self.max_side < 16:
-            raise ValueError(f"max_side must be 0 (native size) or at least 16 pixels, got {self.max_side!r}: 0 is "
-                             "the official rule")
+            raise ValueError(f"max_side must be 0 (native size) or at least 16 pixels, got {self.max_side!r}{official}")
         if not 1 <= self.jpeg_quality <= 100:
             raise ValueError(f"jpeg_quality must be in 1..100, got {self.jpeg_quality!r}")
 
@@ -229,9 +227,8 @@ ONE_MESSAGE_GEMINI_CLIENT = "helm_roboreward.clients.gemini_client.OneMessageGoo
 TRANSFORMERS_CLIENT = "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"
 OPENAI_VIDEO_CLIENT = "helm_roboreward.clients.openai_video_client.OpenAIVideoClient"
 
-# Model names (case-insensitive) that officially received the mp4: every Gemini, Qwen3-VL, RoboReward (a Qwen3-VL
-# fine-tune) and Qwen2.5-VL; every other model gets the frames of rule 3, as does a video model behind a client
-# that does not send video/mp4. The tag marks video models the patterns miss.
+# Model names (case-insensitive) that officially got the mp4: Gemini, Qwen3-VL, RoboReward (a Qwen3-VL fine-tune),
+# Qwen2.5-VL; the tag marks video models they miss. The others, or behind a client not sending video/mp4: frames.
 NATIVE_VIDEO_MODEL_PATTERNS: tuple[str, ...] = ("google/gemini*", "*qwen3-vl*", "*roboreward*", "*qwen2.5-vl*")
 NATIVE_VIDEO_TAG = "ROBOREWARD_NATIVE_VIDEO_TAG"
 VIDEO_CLIENT_CLASSES: tuple[str, ...] = (
@@ -266,10 +263,9 @@ def within_one(abs_error: float) -> float:
 
 
 def official_number_match(completion: str) -> re.Match[str] | None:
-    """The official rule's match on the stripped completion (None: unparseable); group 1 is the number.
+    """The official rule's match in ``completion.strip()`` (offsets count there; group 1: the number; None: none).
 
-    The first ``answer: <n>`` with ``answer`` a whole word (``final_answer: 3`` does not match), else a leading
-    number. Offsets count in ``completion.strip()``.
+    The first ``answer: <n>`` with ``answer`` a whole word (``final_answer: 3`` does not match), else a leading number.
     """
     text = completion.strip()
     return _ANSWER_PATTERN.search(text) or _LEADING_NUMBER_PATTERN.search(text)
@@ -302,9 +298,8 @@ class ScoredPrediction:
 
 def maximum_error_score(gold: int, invalid_output: bool) -> ScoredPrediction:
     """The charge for an answer without a score (``invalid_output`` False: a failed request, no answer at all)."""
-    return ScoredPrediction(None, gold, UNPARSEABLE_ABS_ERROR, UNPARSEABLE_ABS_ERROR**2, 0.0,
-                            1.0 if invalid_output else 0.0, None, 0.0, 1.0 if gold == MAX_SCORE else 0.0,
-                            within_one(UNPARSEABLE_ABS_ERROR))
+    return ScoredPrediction(None, gold, UNPARSEABLE_ABS_ERROR, UNPARSEABLE_ABS_ERROR**2, 0.0, float(invalid_output),
+                            None, 0.0, float(gold == MAX_SCORE), within_one(UNPARSEABLE_ABS_ERROR))
 
 
 def score_prediction(completion: str, gold: int) -> ScoredPrediction:
@@ -313,10 +308,9 @@ def score_prediction(completion: str, gold: int) -> ScoredPrediction:
     if predicted is None:
         return maximum_error_score(gold, invalid_output=True)
     error = predicted - gold
-    return ScoredPrediction(predicted, gold, abs(error), error * error, 1.0 if predicted == gold else 0.0, 0.0,
-                            error, 1.0 if predicted == MAX_SCORE and gold < MAX_SCORE else 0.0,
-                            1.0 if gold == MAX_SCORE and predicted != MAX_SCORE else 0.0,
-                            within_one(abs(error)))
+    return ScoredPrediction(predicted, gold, abs(error), error * error, float(predicted == gold), 0.0, error,
+                            float(predicted == MAX_SCORE and gold < MAX_SCORE),
+                            float(gold == MAX_SCORE and predicted != MAX_SCORE), within_one(abs(error)))
 
 
 # --- 6. The options: each run-entry argument, its official value first -----------------------------------------
@@ -334,7 +328,6 @@ ONE_MESSAGE = "one_message"
 LAYOUTS = (OFFICIAL, ONE_MESSAGE)  # layout=: Gemini gets text and video in one user message, not one turn each
 GREEDY = "greedy"
 DECODINGS = (OFFICIAL, GREEDY)  # decoding=: the checkpoint-sampling families decode greedily too
-# What a client does with sampling (its decoding argument): the request's temperature, the checkpoint's generation
-# config (the official Qwen3-VL and RoboReward path), or greedy.
+# A client's decoding: the request's temperature, the checkpoint's generation config (official Qwen3-VL), or greedy
 REQUEST, CHECKPOINT = "request", "checkpoint"
 CLIENT_DECODINGS = (REQUEST, CHECKPOINT, GREEDY)

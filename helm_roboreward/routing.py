@@ -14,13 +14,7 @@ import re
 import urllib.parse
 from typing import Any
 
-from helm.benchmark.model_deployment_registry import (
-    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
-    ModelDeployment,
-    ModelDeploymentNotFoundError,
-    get_default_model_deployment_for_model,
-    get_model_deployment,
-)
+from helm.benchmark import model_deployment_registry as deployments
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA, model_has_tag
 from helm.common.hierarchical_logger import hlog, hwarn
 
@@ -94,11 +88,9 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
         return FRAMES
     if requested == NATIVE:
         if not client_sends_video(client_class):
-            raise ValueError(
-                f"roboreward: video=native, but model deployment {deployment!r} uses {client_class}, which cannot "
-                "send video (HELM would reject or silently drop it). Use video=frames (or video=auto), or a "
-                "deployment whose client takes video, e.g. the vLLM deployments in prod_env/."
-            )
+            from helm_roboreward.refusals import video_not_sendable
+
+            raise video_not_sendable(deployment, client_class)
         return NATIVE
     if requested != AUTO:
         raise ValueError(f"roboreward: video={requested!r} is not one of {', '.join(protocol.VIDEO_MODES)}")
@@ -107,7 +99,7 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
 
 def roboreward_deployment(model: str) -> str | None:
     """The deployment a ``roboreward`` run of ``model`` uses when the entry names none (None: HELM has none)."""
-    return preferred_deployment(model) or get_default_model_deployment_for_model(model) or None
+    return preferred_deployment(model) or deployments.get_default_model_deployment_for_model(model) or None
 
 
 def data_label(data: str) -> str:
@@ -135,7 +127,7 @@ def run_name_prefix(args: dict[str, Any], request: RoutingRequest, mode: str, de
     if mode != NATIVE:
         parts += request.frame_options.run_name_options()
     if deployment is not None:  # the departures its deployment serves (score=expected is named below)
-        served = departures_served(DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT[deployment].client_spec)
+        served = departures_served(deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT[deployment].client_spec)
         parts += [f"{option}={value}" for option, value in served.items() if option != "score"]
     if request.score != protocol.PARSED:
         parts.append(f"score={request.score}")
@@ -155,19 +147,17 @@ def scenario_args(base: dict[str, Any], mode: str, options: FrameOptions) -> dic
     return args
 
 
-def _deployment(name: str) -> ModelDeployment:
-    if name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT and name.endswith(tuple(TWIN_SUFFIXES.values())):
+def _deployment(name: str) -> deployments.ModelDeployment:
+    if name not in deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT and name.endswith(tuple(TWIN_SUFFIXES.values())):
         from helm_roboreward.models.variants import register_variant_twins  # a twin named in the run entry
 
         register_variant_twins()
     try:
-        return get_model_deployment(name)
-    except ModelDeploymentNotFoundError:
-        raise ValueError(
-            f"roboreward: model deployment {name!r} is not registered with HELM. List the known ones with "
-            "`roboreward models`, add one with `roboreward add-model`, or give helm-run the --local-path whose "
-            "model_deployments.yaml defines it."
-        ) from None
+        return deployments.get_model_deployment(name)
+    except deployments.ModelDeploymentNotFoundError:
+        from helm_roboreward.refusals import deployment_not_registered
+
+        raise deployment_not_registered(name) from None
 
 
 def check_distinct_run_name(model: str) -> None:
@@ -175,31 +165,18 @@ def check_distinct_run_name(model: str) -> None:
     written = model.replace("/", "_")
     same = [name for name in MODEL_NAME_TO_MODEL_METADATA if name != model and name.replace("/", "_") == written]
     if same:
-        raise ValueError(
-            f"roboreward: models {model!r} and {same[0]!r} are both registered, and HELM writes both as "
-            f"{written!r} in run names: their runs would share one output folder and one would overwrite the "
-            "other. Rename one of them (model_metadata.yaml and model_deployments.yaml under --local-path, or "
-            "`roboreward add-model --force` with another name)."
-        )
+        from helm_roboreward.refusals import run_name_clash
+
+        raise run_name_clash(model, same[0])
 
 
 def _check_one_model(request: RoutingRequest, model: str) -> None:
-    """Refuse a second model for one entry: a HELM model group, or a second model expander."""
-    if request.model and request.model != model:
-        raise ValueError(
-            f"roboreward: this run was routed for {request.model}, then given model {model} by a second model "
-            "expander; name one model per entry (model=<org/name>), or leave model= out and use --models-to-run."
-        )
+    """Refuse a second model for one entry: a second model expander, or a HELM model group (``model=vlm``)."""
     first = _FIRST_MODEL_OF_ENTRY.setdefault(request.entry, model)
-    if request.entry and first != model:
-        raise ValueError(
-            f"roboreward: the entry's model= names a HELM model group (it gave {first} and {model}, e.g. "
-            "model=vlm). This package's models stay out of HELM's groups, so that other benchmarks are unchanged; "
-            "a group therefore no longer means every model. Leave model= out and name the models with HELM's "
-            "--models-to-run: --models-to-run $(roboreward models --group all --names) for every model that takes "
-            "images or video, --group leaderboard for the published leaderboard's models; or model=<org/name> for "
-            "one."
-        )
+    if (request.model and request.model != model) or (request.entry and first != model):
+        from helm_roboreward import refusals
+
+        raise refusals.second_model(request.model, model) if request.model else refusals.model_group(first, model)
 
 
 def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], model: str, deployment: str,
@@ -221,12 +198,9 @@ def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], mod
     client = _deployment(routed_deployment).client_spec
     declared = sorted(set(client.args) & set(protocol.DECLARED_LIMIT_ARGS))
     if declared and client.class_name != protocol.OPENAI_VIDEO_CLIENT:
-        raise ValueError(
-            f"roboreward: model deployment {routed_deployment!r} declares {', '.join(declared)}, but its client "
-            f"{client.class_name} takes no such argument (HELM would fail to build it). Only this package's "
-            f"{protocol.OPENAI_VIDEO_CLIENT.rsplit('.', 1)[-1]} enforces declared request limits; remove them, and "
-            "check a run against the provider's documented limits with `roboreward estimate`."
-        )
+        from helm_roboreward.refusals import undeclarable_limits
+
+        raise undeclarable_limits(routed_deployment, declared, client.class_name, protocol.OPENAI_VIDEO_CLIENT)
     if first and request.score == protocol.EXPECTED and client.class_name not in LOGPROBS_CLIENTS:
         hlog(f"RoboReward: score=expected for {routed_deployment}: its client "
              f"({client.class_name.rsplit('.', 1)[-1]}) records no answer-token probabilities: "

@@ -13,17 +13,9 @@ from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
 from helm_roboreward import protocol
+from helm_roboreward import routing as router
 from helm_roboreward.protocol import AUTO, DATASET_REVISION, MAX_ERROR, OFFICIAL, PARSED, FrameOptions
-from helm_roboreward.routing import (
-    RUN_SPEC_NAME,
-    RoutingRequest,
-    data_label,
-    new_request,
-    revision_label,
-    route,
-    run_name_prefix,
-    scenario_args,
-)
+from helm_roboreward.routing import RoutingRequest, data_label, revision_label
 
 JOBS_VARIABLE = "ROBOREWARD_JOBS"  # frame-extraction worker processes (default: the CPU count); changes no result
 
@@ -56,10 +48,9 @@ def _number(name: str, value: str | int | float, kind: type) -> Any:
 def _check_subset(subset: str, data: str) -> None:
     """A subset id is a folder name under ``test/``: anything else would move the run folder (its name holds it)."""
     if subset in ("", ".", "..") or any(character in subset for character in "/\\\x00"):
-        raise ValueError(
-            f"roboreward: subset={subset!r} is not a subset id: give the name of a folder under the data's test/ "
-            "folder (no '/', '\\', '.' or '..'), or subset=all"
-        )
+        from helm_roboreward.refusals import not_a_subset_id
+
+        raise not_a_subset_id(subset)
     if subset == "all" or data not in ("hf", "sample"):
         return  # a local copy may hold other subsets; the scenario checks them against its metadata
     known = protocol.SAMPLE_SUBSET_IDS if data == "sample" else protocol.OFFICIAL_SUBSET_IDS
@@ -81,7 +72,7 @@ class RoboRewardRunSpec(RunSpec):
         if self.routing is None or not adapter.model or (
                 (self.routing.model, self.routing.deployment) == (adapter.model, adapter.model_deployment)):
             return
-        routed = route(self.routing, self.name, dict(self.scenario_spec.args), adapter.model,
+        routed = router.route(self.routing, self.name, dict(self.scenario_spec.args), adapter.model,
                        adapter.model_deployment or "", adapter.max_tokens)
         # HELM's own RunSpec normalizes its name here too: a frozen dataclass can only be settled in __post_init__.
         object.__setattr__(self, "name", routed.name)
@@ -91,7 +82,7 @@ class RoboRewardRunSpec(RunSpec):
         object.__setattr__(self, "routing", routed.request)
 
 
-@run_spec_function(RUN_SPEC_NAME)
+@run_spec_function(router.RUN_SPEC_NAME)
 def get_roboreward_spec(
     subset: str = "all",
     data: str = "hf",
@@ -108,24 +99,19 @@ def get_roboreward_spec(
     **unknown: Any,
 ) -> RunSpec:
     """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
-    if "jobs" in unknown:
-        raise ValueError(f"roboreward: jobs= is no longer a run-entry argument (it changed no result, but split a "
-                         f"subset's tables): set {JOBS_VARIABLE}=<n> in helm-run's environment instead")
     if unknown:
-        raise ValueError(f"roboreward: unknown argument(s) {', '.join(sorted(unknown))}; see README's run-entry "
-                         "options table")
+        from helm_roboreward.refusals import unknown_arguments
+
+        raise unknown_arguments(list(unknown), JOBS_VARIABLE)
     subset, data, revision, video, failed = str(subset), str(data), str(revision), str(video), str(failed)
     layout, decoding, score = str(layout), str(decoding), str(score)
-    for name, value, allowed, official in (
-            ("video", video, protocol.VIDEO_MODES, ""), ("failed", failed, protocol.FAILED_POLICIES, ""),
-            ("score", score, protocol.SCORE_MODES,
-             "parsed; expected: expected-score rewards from the answer token's probabilities"),
-            ("layout", layout, protocol.LAYOUTS, "the message layout of each model's official client"),
-            ("decoding", decoding, protocol.DECODINGS,
-             "checkpoint sampling for Qwen-VL and RoboReward, temperature 0 for the rest")):
+    for name, value, allowed in (("video", video, protocol.VIDEO_MODES), ("failed", failed, protocol.FAILED_POLICIES),
+                                 ("score", score, protocol.SCORE_MODES), ("layout", layout, protocol.LAYOUTS),
+                                 ("decoding", decoding, protocol.DECODINGS)):
         if value not in allowed:
-            raise ValueError(f"roboreward: {name}={value!r} is not one of {', '.join(allowed)}"
-                             + (f" (official: {official})" if official else ""))
+            from helm_roboreward.refusals import not_one_of
+
+            raise not_one_of(name, value, allowed)
     if data != "hf" and revision != DATASET_REVISION:
         raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")
     _check_subset(subset, data)
@@ -144,12 +130,12 @@ def get_roboreward_spec(
         base["data"] = data
     if revision != DATASET_REVISION:
         base["revision"] = revision
-    request = new_request(video=video, frame_options=options, failed=failed, score=score, layout=layout,
+    request = router.new_request(video=video, frame_options=options, failed=failed, score=score, layout=layout,
                           decoding=decoding)
-    prefix = run_name_prefix(base, request, video, None)
+    prefix = router.run_name_prefix(base, request, video, None)
     return RoboRewardRunSpec(
         name=prefix,
-        scenario_spec=ScenarioSpec(class_name=protocol.SCENARIO_CLASS, args=scenario_args(base, video, options)),
+        scenario_spec=ScenarioSpec(protocol.SCENARIO_CLASS, args=router.scenario_args(base, video, options)),
         adapter_spec=_adapter_spec(),
         metric_specs=metric_specs(failed, score),
         groups=[protocol.subset_group(subset)],

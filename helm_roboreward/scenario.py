@@ -9,22 +9,14 @@ import json
 import os
 import sys
 
-from helm.benchmark.scenarios.scenario import (
-    CORRECT_TAG,
-    TEST_SPLIT,
-    Input,
-    Instance,
-    Output,
-    Reference,
-    Scenario,
-    ScenarioMetadata,
-)
+from helm.benchmark.scenarios import scenario as helm_scenario  # for ScenarioMetadata (helm-summarize)
+from helm.benchmark.scenarios.scenario import CORRECT_TAG, TEST_SPLIT, Input, Instance, Output, Reference, Scenario
 from helm.common.hierarchical_logger import hlog
 from helm.common.media_object import MediaObject, MultimediaObject
 
 from helm_roboreward.core.files import write_atomically
 from helm_roboreward.core.record import InstanceRecord
-from helm_roboreward.data.rows import DataError, Rollout, load_rollouts
+from helm_roboreward.data.rows import Rollout, load_rollouts
 from helm_roboreward.data.sources import resolve_data_source
 from helm_roboreward.media.preparation import PreparedMedia, prepare_media, recorded_path
 from helm_roboreward.protocol import DATASET_REVISION, FRAMES, NATIVE, PROMPT_VERSION, FrameOptions, build_prompt
@@ -39,17 +31,14 @@ if "helm_roboreward.plugin" not in sys.modules:
     register_variant_twins()
 
 PROVENANCE_PREFIX = "roboreward-data-"  # data, requested and resolved revision, written next to the media
-EARLIER_ARGUMENTS = ("jobs", "video_request", "layout", "decoding", "score")  # old suites' arguments, ignored
 
 
 def worker_count() -> int:
     """Frame-extraction worker processes: ``ROBOREWARD_JOBS`` (a whole number >= 1) when set, else the CPU count."""
     value = os.environ.get(JOBS_VARIABLE, "").strip()
-    if not value:
-        return os.cpu_count() or 1
-    if not value.isdigit() or int(value) < 1:
+    if value and (not value.isdigit() or int(value) < 1):
         raise ValueError(f"{JOBS_VARIABLE}={value!r}: give a whole number of worker processes >= 1")
-    return int(value)
+    return int(value) if value else os.cpu_count() or 1
 
 
 def instance_id(file_name: str) -> str:
@@ -69,7 +58,7 @@ class RoboRewardScenario(Scenario):
                  max_side: int = 0, media_dir: str | None = None, **earlier: object) -> None:
         """What changes the instances (README's run-entry options; ``video`` resolved); ``media_dir``: tests."""
         super().__init__()
-        unknown = sorted(set(earlier) - set(EARLIER_ARGUMENTS))
+        unknown = sorted(set(earlier) - {"jobs", "video_request", "layout", "decoding", "score"})  # old suites' ones
         if unknown:
             raise ValueError(f"RoboRewardScenario: unknown argument(s) {', '.join(unknown)}")
         if video not in (FRAMES, NATIVE):
@@ -94,12 +83,10 @@ class RoboRewardScenario(Scenario):
         media_dir = recorded_path(self.media_dir or output_path)
         report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=worker_count())
         if report.failures or report.rebuilt:
-            from helm_roboreward.media.problems import failures_by_row, rebuilt_summary
+            from helm_roboreward.media.problems import failed_rows_error, rebuilt_summary
 
             if report.failures:
-                lines = failures_by_row(rollouts, report)
-                raise DataError(f"{len(lines)} row(s) of {source.description} have videos that cannot be used "
-                                f"(the other videos are prepared and cached):\n" + "\n".join(lines))
+                raise failed_rows_error(rollouts, report, source.description)
             for line in rebuilt_summary(report):
                 hlog(f"RoboReward: {line}")
         hlog(f"RoboReward: {len(rollouts)} rows from {source.description} (revision {source.revision}); media in "
@@ -130,11 +117,11 @@ class RoboRewardScenario(Scenario):
         name = f"{PROVENANCE_PREFIX}{hashlib.sha256(encoded).hexdigest()[:12]}.json"
         write_atomically(os.path.join(output_path, name), encoded)
 
-    def get_metadata(self) -> ScenarioMetadata:
+    def get_metadata(self) -> helm_scenario.ScenarioMetadata:
         """Metadata shown by HELM (helm-summarize)."""
         from helm_roboreward.protocol import DATASET_URL, PAPER_URL
 
         description = ("Vision-language models score real robot rollout videos 1..5 for end-of-episode task progress "
                        f"under a fixed rubric ([paper]({PAPER_URL}), [dataset]({DATASET_URL})).")
-        return ScenarioMetadata(name=self.name, display_name="RoboRewardBench", description=description,
-                                main_metric="abs_error", main_split=TEST_SPLIT)
+        return helm_scenario.ScenarioMetadata(name=self.name, display_name="RoboRewardBench", description=description,
+                                              main_metric="abs_error", main_split=TEST_SPLIT)

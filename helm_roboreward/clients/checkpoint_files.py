@@ -13,13 +13,14 @@ DIGESTED_FILE_BYTES = 64 * 1024 * 1024
 """Files up to this size enter by SHA-256, larger ones (weight shards: minutes to hash) by size and mtime."""
 
 
-def check_folder(folder: str, where: str) -> None:
-    """TransformersClientError when ``folder`` (described as ``where``) holds no checkpoint's config.json."""
+def checked_fingerprint(folder: str, where: str) -> dict[str, Any]:
+    """:func:`checkpoint_fingerprint`; TransformersClientError when ``folder`` (``where``) holds no config.json."""
     if not os.path.isfile(os.path.join(folder, "config.json")):
         raise TransformersClientError(
             f"TransformersQwen3VLClient: the folder of {where} "
             f"{'has no config.json' if os.path.isdir(folder) else 'does not exist'}. Point `checkpoint` at a folder "
             "written by save_pretrained, or give a hub id such as teetone/RoboReward-8B.")
+    return checkpoint_fingerprint(folder)
 
 
 def checkpoint_fingerprint(folder: str) -> dict[str, Any]:

@@ -8,6 +8,10 @@ from helm.common.request import ErrorFlags, GeneratedOutput, Request, RequestRes
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
+class UnusableReplyError(Exception):
+    """A 200 reply that cannot become completions: the request fails, uncached, so a rerun sends it again."""
+
+
 def check_top_logprobs(value: Any, client: str = "") -> int:
     """``top_logprobs`` checked (ValueError): a whole number, 0 for none."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

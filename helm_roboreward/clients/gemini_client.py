@@ -13,8 +13,7 @@ from helm.clients.google_genai_client import GoogleGenAIClient, GoogleGenAIConte
 from helm.common.cache import Cache, CacheConfig, MongoCacheConfig, SqliteCacheConfig
 from helm.common.request import Request, RequestResult
 
-from helm_roboreward.clients.chat_reply import UnusableReplyError
-from helm_roboreward.clients.common import failed_request
+from helm_roboreward.clients.common import UnusableReplyError, failed_request
 
 CACHE_SUFFIX = "-one-message"
 _TIMES = ("request_time", "request_datetime")

@@ -2,6 +2,7 @@
 
 import base64
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -12,15 +13,15 @@ from helm.common.cache import CacheConfig
 from helm.common.media_object import MediaObject
 from helm.common.request import GeneratedOutput, Request, RequestResult, wrap_request_time
 
-from helm_roboreward.clients.chat_reply import UnusableReplyError, completions_of, decode_reply
-from helm_roboreward.clients.common import check_top_logprobs, failed_request, media_parts, succeeded
-from helm_roboreward.core.files import file_digest
+from helm_roboreward.clients import common
 from helm_roboreward.protocol import CHECKPOINT, CLIENT_DECODINGS, REQUEST
 
 DATA_URL, FILE_URL = "data_url", "file_url"
 DEFAULT_TIMEOUT_SECONDS = 300.0  # one attempt's wait: the protocol's 5,000 tokens at about 17 tokens/s
 DEFAULT_MAX_RETRIES = 2  # after the first attempt: at most about 15 minutes a row
 CONNECT_TIMEOUT_SECONDS = 10.0  # an unreachable server fails fast, a slow answer does not
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
+_OBJECT_OR_NULL = (dict, type(None))
 _SDK_LOCK = threading.Lock()
 _SDK_CLIENTS: dict[tuple[Any, ...], Any] = {}
 
@@ -51,7 +52,7 @@ class OpenAIVideoClient(CachingClient):
                  max_videos_per_prompt: int | None = None, max_request_bytes: int | None = None) -> None:
         """Check the arguments (ValueError); ``base_url`` is the server's ``.../v1`` URL. Limits: None is no limit."""
         super().__init__(cache_config=cache_config)
-        self.top_logprobs = check_top_logprobs(top_logprobs)
+        self.top_logprobs = common.check_top_logprobs(top_logprobs)
         if decoding not in CLIENT_DECODINGS:
             raise ValueError(f"decoding must be one of {', '.join(CLIENT_DECODINGS)}, got {decoding!r}")
         if video_transport not in (DATA_URL, FILE_URL):
@@ -60,21 +61,18 @@ class OpenAIVideoClient(CachingClient):
             raise ValueError("OpenAIVideoClient needs base_url: set <host>BaseUrl in prod_env/credentials.conf "
                              "(e.g. vllmBaseUrl: \"http://localhost:8000/v1\") or base_url in the deployment's "
                              "client_spec args")
-        declared = {"max_images_per_prompt": max_images_per_prompt, "max_videos_per_prompt": max_videos_per_prompt,
-                    "max_request_bytes": max_request_bytes}
-        self.limits: Any = None  # the RequestLimits the deployment declares, if any
-        if any(value is not None for value in declared.values()):
-            from helm_roboreward.clients.declared_limits import client_limits
+        self.limits: Any = None  # the RequestLimits the deployment declares (a declared_limits.DeclaredLimits), if any
+        if (max_images_per_prompt, max_videos_per_prompt, max_request_bytes) != (None, None, None):
+            from helm_roboreward.clients.declared_limits import DeclaredLimits
 
-            self.limits = client_limits(declared)
+            self.limits = DeclaredLimits.of(max_images_per_prompt, max_videos_per_prompt, max_request_bytes,
+                                            video_by_url=video_transport == FILE_URL)
         self.client = shared_openai_client(base_url, api_key or "EMPTY", max_retries, timeout_seconds,
                                            min(CONNECT_TIMEOUT_SECONDS, timeout_seconds))
-        self.base_url = base_url.rstrip("/")
-        self.served_model_name = served_model_name
-        self.video_transport = video_transport
+        self.base_url, self.served_model_name = base_url.rstrip("/"), served_model_name
+        self.video_transport, self.decoding = video_transport, decoding
         self.video_io = {key: value for key, value in {"fps": video_fps, "min_frames": video_min_frames,
                          "max_frames": video_max_frames, "num_frames": video_num_frames}.items() if value is not None}
-        self.decoding = decoding
 
     def _part(self, kind: str, media: MediaObject) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
         """A content part's builder (base64 only when called) and its cache-key stand-in; each file read once."""
@@ -83,8 +81,9 @@ class OpenAIVideoClient(CachingClient):
             return lambda: part, part
         location, field = str(media.location), f"{kind}_url"
         if kind == "video" and self.video_transport == FILE_URL:
-            return (lambda: {"type": field, field: {"url": file_url(location)}},
-                    {"type": field, "sha256": file_digest(location), "transport": FILE_URL})
+            from helm_roboreward.clients.file_transport import file_url_part
+
+            return file_url_part(location)
         with open(location, "rb") as handle:
             data = handle.read()
         key = {"type": field, "sha256": hashlib.sha256(data).hexdigest()}
@@ -94,7 +93,7 @@ class OpenAIVideoClient(CachingClient):
     def _prepare(self, request: Request) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
         """A function building the body (media encoded only when called) and the cache key."""
         parts = None if request.multimodal_prompt is None else \
-            [self._part(kind, media) for kind, media in media_parts(request, "OpenAIVideoClient")]
+            [self._part(kind, media) for kind, media in common.media_parts(request, "OpenAIVideoClient")]
         fields: dict[str, Any] = {"model": self.served_model_name or request.model_engine,
                                   "max_tokens": request.max_tokens, "n": request.num_completions}
         if self.decoding != CHECKPOINT:  # checkpoint: no sampling parameter, the server's generation config
@@ -122,15 +121,10 @@ class OpenAIVideoClient(CachingClient):
         try:
             make_body, cache_key = self._prepare(request)
         except (OSError, ValueError) as error:
-            return failed_request(f"cannot build the request: {error}")
-        if self.limits is not None:
-            from helm_roboreward.clients.declared_limits import over_limits
-
-            over = over_limits(self.limits, request, self.video_transport == FILE_URL)
-            if over is not None:
-                return failed_request(over)
-
-        fresh: list[GeneratedOutput] = []
+            return common.failed_request(f"cannot build the request: {error}")
+        over = None if self.limits is None else self.limits.failure(request)
+        if over is not None:
+            return common.failed_request(over)
 
         def do_it() -> dict[str, Any]:
             raw = self.client.chat.completions.with_raw_response.create(**make_body())
@@ -139,24 +133,68 @@ class OpenAIVideoClient(CachingClient):
                 from helm_roboreward.clients.logprobs import trim_alternatives
 
                 trim_alternatives(response)  # only digit tokens keep their alternatives in the cache
-            fresh[:] = completions_of(response, self.top_logprobs > 0)  # raises before the cache writes it
+            completions_of(response, self.top_logprobs > 0)  # raises before the cache writes it
             return response
 
         try:
             response, cached = self.cache.get(cache_key, wrap_request_time(do_it))
-            return succeeded(response, cached, completions_of(response, self.top_logprobs > 0) if cached else fresh)
-        except UnusableReplyError as error:
-            return failed_request(f"{error}; not cached, a rerun sends the request again")
-        except openai.APIStatusError as error:
-            return failed_request(f"server answered {error.status_code}: {error.message}")
-        except openai.APIError as error:  # connection errors and timeouts, after the openai package's retries
-            return failed_request(f"request failed after {self.client.max_retries} retries: {error}")
+            return common.succeeded(response, cached, completions_of(response, self.top_logprobs > 0))
+        except (common.UnusableReplyError, openai.APIError) as error:
+            from helm_roboreward.clients.reply_errors import request_failure
 
-
-def file_url(location: str) -> str:
-    """The ``file://`` URL of a video a server on this machine reads itself (``video_transport=file_url``)."""
-    return "file://" + os.path.abspath(location)
+            return common.failed_request(request_failure(error, self.client.max_retries))
 
 
 def _data_url(content_type: str, data: bytes) -> str:
     return f"data:{content_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def usable(reply: Any) -> bool:
+    """Whether a decoded reply can become completions (``reply_errors.reply_problem`` says why it cannot)."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    return isinstance(choices, list) and bool(choices) and isinstance(reply.get("usage"), _OBJECT_OR_NULL) and all(
+        isinstance(choice, dict) and isinstance(choice.get("message"), dict)
+        and isinstance(choice.get("logprobs"), _OBJECT_OR_NULL)
+        and all(isinstance(choice["message"].get(field), (str, type(None))) for field in TEXT_FIELDS)
+        for choice in choices)
+
+
+def decode_reply(content_type: str, text: str) -> dict[str, Any]:
+    """A 200 reply's body as a usable chat completion; :class:`UnusableReplyError` saying why when it is not."""
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        reply = None  # not JSON: the error says so
+    if usable(reply):
+        return dict(reply)
+    from helm_roboreward.clients.reply_errors import unusable_body
+
+    raise unusable_body(content_type, text)
+
+
+def completions_of(response: dict[str, Any], logprobs_requested: bool) -> list[GeneratedOutput]:
+    """HELM completions from a response as cached; :class:`UnusableReplyError` when any part cannot be read."""
+    if not usable(response):
+        from helm_roboreward.clients.reply_errors import reply_problem
+
+        raise common.UnusableReplyError(f"the reply is not a usable chat completion: {reply_problem(response)}")
+    try:
+        return [completion_from_choice(choice, response.get("usage"), logprobs_requested)
+                for choice in response["choices"]]
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise common.UnusableReplyError(f"the reply cannot be read ({type(error).__name__}: {error})") from error
+
+
+def completion_from_choice(choice: dict[str, Any], usage: dict[str, Any] | None,
+                           logprobs_requested: bool = False) -> GeneratedOutput:
+    """A HELM completion from one ``choice`` (as cached): answer, reasoning, usage, ``score_token_logprobs``."""
+    message = choice.get("message") or {}
+    finish: dict[str, Any] = {"reason": choice.get("finish_reason")}
+    if usage:  # HELM's RequestResult has no usage field; finish_reason is the dict that reaches the metric
+        finish.update(prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+    if logprobs_requested:
+        from helm_roboreward.clients.logprobs import record_choice_logprobs
+
+        record_choice_logprobs(finish, choice)
+    return common.completion(message.get("content") or "", finish, [],
+                             message.get("reasoning_content") or message.get("reasoning"))

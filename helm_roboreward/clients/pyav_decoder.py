@@ -9,9 +9,12 @@ from typing import Any
 from helm_roboreward.clients.video_decoders import PYAV
 
 
-def decode_videos_with_pyav(messages: list[dict[str, Any]], video_processor: Any) -> tuple[list[dict[str, Any]],
-                                                                                           list[Any]]:
-    """The messages with each video path replaced by its kept frames (:func:`pyav_video`), and their metadata."""
+def decode_videos_with_pyav(messages: list[dict[str, Any]], video_processor: Any,
+                            processor_kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages with each video path replaced by its kept frames (:func:`pyav_video`).
+
+    Their metadata go into ``processor_kwargs``, with the processor told not to sample frames again.
+    """
     content: list[dict[str, Any]] = []
     metadata: list[Any] = []
     for part in messages[0]["content"]:
@@ -20,7 +23,8 @@ def decode_videos_with_pyav(messages: list[dict[str, Any]], video_processor: Any
             part = {"type": "video", "video": frames}
             metadata.append(video_metadata)
         content.append(part)
-    return [{**messages[0], "content": content}], metadata
+    processor_kwargs.update(video_metadata=metadata, do_sample_frames=False)
+    return [{**messages[0], "content": content}]
 
 
 def pyav_video(path: str, video_processor: Any) -> tuple[Any, Any]:

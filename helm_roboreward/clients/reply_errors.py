@@ -1,9 +1,10 @@
-"""Why a chat-completions reply cannot become completions, in words; imported only when one cannot."""
+"""Why a chat-completions request failed, in words: its reply unusable, or the server's error; imported only then."""
 
 import json
 from typing import Any
 
-from helm_roboreward.clients.chat_reply import TEXT_FIELDS, UnusableReplyError
+from helm_roboreward.clients.common import UnusableReplyError
+from helm_roboreward.clients.openai_video_client import TEXT_FIELDS
 
 REPLY_QUOTE = 120
 """Characters of an unusable reply quoted in the error."""
@@ -51,3 +52,14 @@ def unusable_body(content_type: str, text: str) -> UnusableReplyError:
                                   f"{content_type or 'absent'}, {len(text)} characters: {quote}; {error})")
     return UnusableReplyError(f"the server answered 200 with a reply that is not a usable chat completion: "
                               f"{problem} (reply: {quote})")
+
+
+def request_failure(error: Exception, retries: int) -> str:
+    """The failed request's message for an unusable reply or an ``openai`` error raised after ``retries`` retries."""
+    import openai
+
+    if isinstance(error, UnusableReplyError):
+        return f"{error}; not cached, a rerun sends the request again"
+    if isinstance(error, openai.APIStatusError):
+        return f"server answered {error.status_code}: {error.message}"
+    return f"request failed after {retries} retries: {error}"  # connection errors and timeouts

@@ -18,7 +18,6 @@ from helm_roboreward.clients.common import check_top_logprobs, completion, faile
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.protocol import CHECKPOINT, GREEDY
 
-DECODING_MODES = (CHECKPOINT, GREEDY)
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 MODEL_CLASSES = {"qwen3_vl": "Qwen3VLForConditionalGeneration", "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration"}
 CHAT_TEMPLATE_FALLBACK = "Qwen/Qwen3-VL-4B-Instruct"  # for a checkpoint without one, as in the official client
@@ -53,7 +52,7 @@ class TransformersQwen3VLClient(CachingClient):
                  video_decoder: str = "auto") -> None:
         """Check the arguments (ValueError), the checkpoint's config and the machine (TransformersClientError)."""
         super().__init__(cache_config=cache_config)
-        for name, value, allowed in (("decoding", decoding, DECODING_MODES), ("dtype", dtype, DTYPES)):
+        for name, value, allowed in (("decoding", decoding, (CHECKPOINT, GREEDY)), ("dtype", dtype, DTYPES)):
             if value not in allowed:
                 raise ValueError(f"TransformersQwen3VLClient: {name} must be one of {allowed}, got {value!r}")
         self.top_logprobs = check_top_logprobs(top_logprobs, "TransformersQwen3VLClient: ")
@@ -73,10 +72,9 @@ class TransformersQwen3VLClient(CachingClient):
 
             self.video_decoder, self.video_decoder_version = check_environment(video_decoder, self.device_map)
             if self.local:
-                from helm_roboreward.clients.checkpoint_files import check_folder, checkpoint_fingerprint
+                from helm_roboreward.clients.checkpoint_files import checked_fingerprint
 
-                check_folder(self.checkpoint, where)
-                self.checkpoint_files = checkpoint_fingerprint(self.checkpoint)
+                self.checkpoint_files = checked_fingerprint(self.checkpoint, where)
             from transformers import AutoConfig
 
             try:
@@ -161,13 +159,9 @@ class TransformersQwen3VLClient(CachingClient):
             response, cached = self.cache.get(cache_key, wrap_request_time(
                 lambda: self._generate(messages, request, digest)))
         except (RuntimeError, ValueError, TypeError, OSError) as error:
-            import torch
+            from helm_roboreward.clients.transformers_failure import failed_generation
 
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()  # what a failed generation (out of memory) held, for the next request
-            media = [part[part["type"]] for part in messages[0]["content"] if part["type"] != "text"]
-            return failed_request(f"TransformersQwen3VLClient: {type(error).__name__} while running "
-                                  f"{self.checkpoint} on {', '.join(media) or 'a text prompt'}: {error}")
+            return failed_generation(error, self.checkpoint, messages)
         return succeeded(response, cached, [completion_from(generated, response) for generated in
                                             response["completions"]])
 
@@ -180,8 +174,7 @@ class TransformersQwen3VLClient(CachingClient):
         if has_video and self.video_decoder == "pyav":  # decoded outside the model's lock
             from helm_roboreward.clients.pyav_decoder import decode_videos_with_pyav
 
-            messages, metadata = decode_videos_with_pyav(messages, loaded.processor.video_processor)
-            call_kwargs.update(video_metadata=metadata, do_sample_frames=False)
+            messages = decode_videos_with_pyav(messages, loaded.processor.video_processor, call_kwargs)
         with loaded.lock:
             inputs = loaded.processor.apply_chat_template(
                 messages, tokenize=True, add_generation_prompt=True, return_dict=True, return_tensors="pt",

@@ -1,15 +1,13 @@
-"""Writing files safely: the one file digest, atomic writes, file modes (why and how: docs/data.md)."""
+"""Writing files safely: the one file digest and atomic writes (why and how: docs/data.md)."""
 
 import contextlib
 import hashlib
 import os
-import tempfile
-import threading
+import secrets
 from collections.abc import Iterator
 from typing import BinaryIO
 
 HASH_BLOCK = 1 << 20
-_UMASK_LOCK = threading.Lock()
 
 
 def file_digest(path: str) -> str:
@@ -21,25 +19,13 @@ def file_digest(path: str) -> str:
     return digest.hexdigest()
 
 
-def file_mode() -> int:
-    """The mode ``open`` would give a new file under the process umask."""
-    try:  # read the umask without changing it where the system allows
-        with open("/proc/self/status", encoding="ascii") as handle:
-            umask = next(int(line.split()[1], 8) for line in handle if line.startswith("Umask:"))
-    except (OSError, ValueError, IndexError, StopIteration):
-        with _UMASK_LOCK:  # set and restore: briefly visible to other threads
-            umask = os.umask(0o022)
-            os.umask(umask)
-    return 0o666 & ~umask
-
-
 @contextlib.contextmanager
 def replacing(path: str) -> Iterator[BinaryIO]:
     """A new temporary file next to ``path``, renamed over it when the block succeeds and removed otherwise."""
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=os.path.dirname(path) or ".")
+    temporary = os.path.join(os.path.dirname(path) or ".", f".tmp-{secrets.token_hex(8)}.part")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # open()'s mode, not mkstemp's 0600
     try:
         with os.fdopen(handle, "wb") as out:
-            os.fchmod(out.fileno(), file_mode())
             yield out
         os.replace(temporary, path)
     except BaseException:

@@ -4,7 +4,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-# How ``extra_data`` values read back, by field (any other field is a string).
 _READ_BACK: dict[str, Callable[[Any], Any]] = {
     "frame_indices": lambda indices: tuple(int(index) for index in indices),
     **dict.fromkeys(("num_frames", "media_bytes", "metadata_line", "rows_in_run"), int),
@@ -33,13 +32,12 @@ class InstanceRecord:
 
     def to_extra_data(self) -> dict[str, Any]:
         """The JSON-ready ``extra_data`` dict (fields in declaration order; unset optional fields left out)."""
-        values = {item.name: getattr(self, item.name) for item in fields(self)}
         return {name: list(value) if isinstance(value, tuple) else value
-                for name, value in values.items() if value is not None}
+                for name, value in vars(self).items() if value is not None}
 
     @classmethod
     def from_extra_data(cls, extra: Mapping[str, Any] | None) -> "InstanceRecord":
-        """The record of an instance's ``extra_data`` (missing or empty fields read as empty)."""
+        """The record of an instance's ``extra_data`` (fields not in ``_READ_BACK`` as strings, missing as empty)."""
         values = {item.name: (extra or {}).get(item.name) for item in fields(cls)}
         return cls(**{name: _READ_BACK.get(name, str)(value) for name, value in values.items() if value is not None})
 

@@ -1,4 +1,4 @@
-"""What a task, a reward label, an episode's span and a frame rate may be: one rule each, wherever rows come from.
+"""What a JSON Lines line, a task, a reward label, an episode's span and a frame rate may be: one rule each.
 
 ``roboreward prepare`` reads ``metadata.jsonl`` rows, ``import-lerobot`` and ``label`` write them from a LeRobot
 dataset and a labels file; both decide with these functions, so a copy one writes is a copy the other reads. Each
@@ -23,6 +23,12 @@ Item = TypeVar("Item")
 MIN_FPS = 0.01
 MAX_FPS = 1000.0
 """Frame rates a video of an episode may have (the output's rate is a fraction with a denominator up to 1001)."""
+
+
+def jsonl_lines(text: str) -> list[str]:
+    r"""The lines of a JSON Lines text: split at "\n" only (not ``str.splitlines``), one trailing "\r" dropped."""
+    lines = text.removesuffix("\n").split("\n") if text else []  # a final "\n" ends the last line
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def has_visible_character(text: str) -> bool:

@@ -1,4 +1,1 @@
-"""The data: metadata rows (validated, with their kind and episode), where they come from (hub, local copy, sample).
-
-Imports the core only; no HELM.
-"""
+"""The data (imports the core only; no HELM): metadata rows with kind and episode, and where they come from."""

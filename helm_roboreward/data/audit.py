@@ -29,6 +29,7 @@ from helm_roboreward.core.published_split import (
 )
 from helm_roboreward.data.clusters import cluster_numbers
 from helm_roboreward.data.naming import ARENA_NAME, CLIP_NAME, OXE_EPISODE_NAME
+from helm_roboreward.data.problems import clip_label_problem
 from helm_roboreward.data.rows import (
     CLIP,
     COUNTERFACTUAL,
@@ -37,7 +38,6 @@ from helm_roboreward.data.rows import (
     ORIGINAL,
     DataError,
     MetadataRow,
-    clip_label_problem,
     cluster_key,
     episode_key,
     infer_kind,

@@ -29,6 +29,8 @@ from huggingface_hub.utils import (
 )
 
 from helm_roboreward.data.hub_timeouts import limit_hub_requests
+from helm_roboreward.data.rows import DataError
+from helm_roboreward.data.sources import HUB, DataSource
 from helm_roboreward.protocol import DATASET_ID, DATASET_REVISION, METADATA_FILE, TEST_SPLIT
 
 logger = logging.getLogger(__name__)
@@ -153,6 +155,17 @@ def download_test_split(
     commit = _commit_of(root, remote, target)
     _check_local_copy(root, commit, wanted, target, offline_cause)
     return DownloadedSplit(root=root, commit=commit, repo_id=repo_id, revision=revision)
+
+
+def hub_source(revision: str, subsets: Sequence[str] | None) -> DataSource:
+    """The source ``data=hf``: the test split at ``revision`` (``subsets``; None: all), downloaded or cached."""
+    try:
+        split = download_test_split(subsets, repo_id=DATASET_ID, revision=revision)
+    except HubDownloadError as error:
+        raise DataError(str(error)) from None
+    # Snapshot files link to blobs two folders up (<repo cache>/snapshots/<sha>/ -> <repo cache>/blobs/).
+    repo_cache = os.path.dirname(os.path.dirname(os.path.realpath(split.root)))
+    return DataSource(HUB, split.root, split.commit, repo_cache)
 
 
 def _normalize_subsets(subsets: Sequence[str] | None) -> tuple[str, ...] | None:

@@ -1,7 +1,4 @@
-"""What a file name says about a row: its source episode, its bootstrap cluster and, for a clip, its label.
-
-The real split's names: docs/protocol.md, section 1, "File names". Keys are without the subset (rows.py adds it).
-"""
+"""What a file name says: its episode and cluster (without the subset), a clip's label (protocol.md, "File names")."""
 
 import re
 

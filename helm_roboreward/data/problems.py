@@ -9,16 +9,9 @@ import os
 import re
 from collections.abc import Sequence
 
-from helm_roboreward.core.validation import reward_value, task_problem
+from helm_roboreward.core.validation import jsonl_lines, reward_value, task_problem
 from helm_roboreward.data.naming import clip_name_score
-from helm_roboreward.data.rows import (
-    JSON_WHITESPACE,
-    DataError,
-    MetadataRow,
-    clip_label_problem,
-    jsonl_lines,
-    metadata_path,
-)
+from helm_roboreward.data.rows import JSON_WHITESPACE, DataError, MetadataRow, clip_label_matches, metadata_path
 from helm_roboreward.protocol import METADATA_FILE, TEST_SPLIT
 
 MAX_REPORTED_PROBLEMS = 20
@@ -108,8 +101,10 @@ def listing(header: str, problems: list[str], indent: str = "") -> str:
     return "\n".join(lines)
 
 
-def clip_label_message(row: MetadataRow) -> str:
-    """The data error of a temporal clip whose name's score is not its label (:func:`clip_label_problem`)."""
+def clip_label_problem(row: MetadataRow) -> str | None:
+    """The data error of a temporal clip whose name's score is not its label, or None."""
+    if clip_label_matches(row):
+        return None
     return (f"line {row.line}, field 'reward': {row.file_name!r} is a temporal clip named score "
             f"{clip_name_score(row.stem)}, but its reward is {row.reward}; a clip's name score is its label in the "
             "test split. Correct the reward or the file name, or re-download the metadata and this video")

@@ -19,8 +19,7 @@ JSON_WHITESPACE = " \t\r"  # what may surround a JSON value on one line (RFC 825
 _PLAIN_FILE_NAME = re.compile(r"[\w-][\w.-]*(?:/[\w-][\w.-]*)+")
 _VISIBLE_ASCII = re.compile(r"[!-~]")
 
-_VALIDATED: dict[tuple[str, bool], tuple[bytes, tuple["MetadataRow", ...]]] = {}
-"""The rows last validated per file, by the SHA-256 of its bytes."""
+_VALIDATED: dict[tuple[str, bool], tuple[bytes, tuple["MetadataRow", ...]]] = {}  # by file: (SHA-256, rows)
 
 
 class DataError(ValueError):
@@ -80,19 +79,9 @@ def cluster_key(row: MetadataRow) -> str:
     return f"{row.subset}/{cluster_of(row.stem, subset_info(row.subset).natural)}"
 
 
-def clip_label_problem(row: MetadataRow) -> str | None:
-    """The data error of a temporal clip whose name's score is not its label, or None."""
-    if infer_kind(row) != CLIP or clip_name_score(row.stem) == row.reward:
-        return None
-    from helm_roboreward.data.problems import clip_label_message
-
-    return clip_label_message(row)
-
-
-def jsonl_lines(text: str) -> list[str]:
-    r"""The lines of a JSON Lines text: split at "\n" only (not ``str.splitlines``), one trailing "\r" dropped."""
-    lines = text.removesuffix("\n").split("\n") if text else []  # a final "\n" ends the last line
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+def clip_label_matches(row: MetadataRow) -> bool:
+    """Whether a row is no temporal clip, or one whose name's score is its label (else: a data error)."""
+    return infer_kind(row) != CLIP or clip_name_score(row.stem) == row.reward
 
 
 def metadata_path(root: str) -> str:
@@ -124,19 +113,16 @@ def read_metadata(path: str, check_clip_labels: bool = True) -> list[MetadataRow
 def _plain_rows(raw: bytes, check_clip_labels: bool) -> list[MetadataRow] | None:
     """The rows when there are some and each is plain and valid (as in the real split), else None."""
     try:
-        lines = jsonl_lines(raw.decode("utf-8-sig"))
+        lines = raw.decode("utf-8-sig").split("\n")  # as jsonl_lines: a line's final "\r" is JSON whitespace
         rows = [_plain_row(line, number) for number, line in enumerate(lines, start=1) if line.strip(JSON_WHITESPACE)]
-    except ValueError:  # not UTF-8, not JSON, or not plain
+    except (ValueError, AttributeError):  # not UTF-8, not JSON, not a JSON object (no .get) or not plain
         return None
-    if not rows or len({row.file_name for row in rows}) < len(rows):
-        return None
-    return None if check_clip_labels and any(map(clip_label_problem, rows)) else rows
+    distinct = len({row.file_name for row in rows}) == len(rows) > 0
+    return rows if distinct and (not check_clip_labels or all(map(clip_label_matches, rows))) else None
 
 
 def _plain_row(line: str, number: int) -> MetadataRow:
     record = json.loads(line)
-    if not isinstance(record, dict):
-        raise ValueError("not a JSON object")
     file_name, task, reward = record.get("file_name"), record.get("task"), record.get("reward")
     if (isinstance(file_name, str) and _PLAIN_FILE_NAME.fullmatch(file_name) and isinstance(task, str)
             and _VISIBLE_ASCII.search(task) and type(reward) is int and MIN_SCORE <= reward <= MAX_SCORE):
@@ -172,8 +158,7 @@ def collect_rollouts(root: str, subsets: Sequence[str] | None, source: str,
     """The rollouts whose video was found, and one message per row whose video was not (``source``: for messages)."""
     split_dir = os.path.join(root, TEST_SPLIT)
     rows = select_rows(read_metadata(metadata_path(root)), subsets, source)
-    rollouts: list[Rollout] = []
-    problems: list[str] = []
+    rollouts, problems = [], []
     for row in rows:
         try:
             path = locate_video(split_dir, row, trusted_root)

@@ -7,7 +7,7 @@ from importlib import resources
 
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.rows import DataError, metadata_path
-from helm_roboreward.protocol import DATASET_ID, DATASET_REVISION, TEST_SPLIT
+from helm_roboreward.protocol import DATASET_REVISION, TEST_SPLIT
 
 HUB = "hf"
 SAMPLE = "sample"
@@ -40,29 +40,15 @@ def resolve_data_source(data: str, revision: str = DATASET_REVISION,
                         subsets: Sequence[str] | None = None) -> DataSource:
     """``data`` (``hf``, ``sample`` or a folder) as a local folder; ``hf`` downloads ``subsets`` (None: all)."""
     if data == HUB:
-        return _hub_source(revision, subsets)
+        from helm_roboreward.data.hub import hub_source
+
+        return hub_source(revision, subsets)
     if data == SAMPLE:
-        return _local_source(data, sample_root(), SAMPLE_REVISION_PREFIX)
-    root = os.path.abspath(os.path.expanduser(data))
-    if not os.path.isfile(metadata_path(root)):
-        from helm_roboreward.data.problems import not_a_local_copy
+        root, prefix = sample_root(), SAMPLE_REVISION_PREFIX
+    else:
+        root, prefix = os.path.abspath(os.path.expanduser(data)), LOCAL_REVISION_PREFIX
+        if not os.path.isfile(metadata_path(root)):
+            from helm_roboreward.data.problems import not_a_local_copy
 
-        raise DataError(not_a_local_copy(data, root))
-    return _local_source(data, root, LOCAL_REVISION_PREFIX)
-
-
-def _local_source(data: str, root: str, prefix: str) -> DataSource:
-    digest = file_digest(metadata_path(root))[:16]
-    return DataSource(data, root, f"{prefix}{digest}", os.path.join(root, TEST_SPLIT))
-
-
-def _hub_source(revision: str, subsets: Sequence[str] | None) -> DataSource:
-    from helm_roboreward.data.hub import HubDownloadError, download_test_split
-
-    try:
-        split = download_test_split(subsets, repo_id=DATASET_ID, revision=revision)
-    except HubDownloadError as error:
-        raise DataError(str(error)) from None
-    # Snapshot files link to blobs two folders up (<repo cache>/snapshots/<sha>/ -> <repo cache>/blobs/).
-    repo_cache = os.path.dirname(os.path.dirname(os.path.realpath(split.root)))
-    return DataSource(HUB, split.root, split.commit, repo_cache)
+            raise DataError(not_a_local_copy(data, root))
+    return DataSource(data, root, prefix + file_digest(metadata_path(root))[:16], os.path.join(root, TEST_SPLIT))

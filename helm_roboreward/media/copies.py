@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import av
 
 from helm_roboreward.core.cache_files import copy_atomically, read_json_file
-from helm_roboreward.core.files import file_digest, file_mode, write_atomically
-from helm_roboreward.media.decoding import VideoError, decode_container, probe_container
+from helm_roboreward.core.files import file_digest, write_atomically
+from helm_roboreward.core.umask import file_mode
+from helm_roboreward.media.decoding import PreparedMedia, VideoError, decode_container, probe_container
 from helm_roboreward.media.frame_cache import write_stamps
 from helm_roboreward.media.maintenance import remove_stale_temporaries
-from helm_roboreward.media.preparation import PreparedMedia
 from helm_roboreward.media.verification import contained_directory_problem, stamps_match
 from helm_roboreward.media.write_errors import write_error
 

@@ -1,7 +1,4 @@
-"""Decoding a video's selected frames with PyAV and storing them as JPEGs in the frame cache (docs/media.md).
-
-Only what the selection needs is decoded, and converted as the official OpenCV path converts it.
-"""
+"""Decoding only a video's selected frames with PyAV, converted as the official OpenCV path does (docs/media.md)."""
 
 import bisect
 import hashlib
@@ -39,21 +36,20 @@ class VideoProbe:
     timestamps: tuple[int, ...]  # presentation timestamps in presentation order (index = frame number)
 
 
-@dataclass(frozen=True)
-class FrameSet:
-    """The stored frames of one video under one set of options."""
+FRAME_CONTENT_TYPE = "image/jpeg"
 
-    key: str
-    directory: str
-    frame_files: tuple[str, ...]  # absolute paths, in presentation order
-    frame_indices: tuple[int, ...]
-    num_frames: int
-    native_fps: float
-    width: int  # of the stored frames (after rotation and ``max_side``)
-    height: int
-    total_bytes: int
-    cached: bool  # nothing was decoded: a complete, verified entry existed
-    rebuilt_because: str | None = None  # why an existing entry was not trusted and was rebuilt
+
+@dataclass(frozen=True)
+class PreparedMedia:
+    """The media of one rollout as a request will carry it: the JPEG frames, or an mp4 copy (media/copies.py)."""
+
+    video_sha256: str
+    content_type: str
+    paths: tuple[str, ...]  # one mp4, or the JPEG frames in order
+    frame_indices: tuple[int, ...]  # source frame numbers of the frames (empty for native video)
+    num_bytes: int
+    cached: bool  # nothing was made: a complete, verified entry existed
+    rebuilt_because: str | None = None  # why an existing cache entry was not trusted and was rebuilt
 
 
 def probe_video(path: str) -> VideoProbe:
@@ -173,14 +169,13 @@ def encode_jpeg(image: Image.Image, quality: int) -> bytes:
 
 
 def extract_frames(video_path: str, cache_dir: str, options: FrameOptions, video_sha256: str | None = None,
-                   full_check: bool = False) -> FrameSet:
+                   full_check: bool = False) -> PreparedMedia:
     """One video's frames, cached (``full_check``: bytes re-read) or extracted now; else :class:`VideoError`."""
     digest = video_sha256 or file_digest(video_path)
     found, problem = cached_frames(video_path, cache_dir, options, digest, full_check)
     if found is not None:
         return found
-    key = cache.frames_key(digest, options)
-    directory = cache.frames_directory(cache_dir, key)
+    directory = cache.frames_directory(cache_dir, cache.frames_key(digest, options))
     try:
         existed = os.path.lexists(directory) or os.path.islink(os.path.dirname(directory))
         if existed:  # a killed writer's folder, or something planted at its place
@@ -196,19 +191,18 @@ def extract_frames(video_path: str, cache_dir: str, options: FrameOptions, video
         raise write_error(video_path, directory, error) from None
     except av.FFmpegError as error:
         raise VideoError(f"{video_path}: cannot be read as a video ({error})") from None
-    return frame_set_from(key, directory, manifest, cached=False, rebuilt_because=problem)
+    return frames_media(directory, manifest, cached=False, rebuilt_because=problem)
 
 
 def cached_frames(video_path: str, cache_dir: str, options: FrameOptions, digest: str,
-                  full_check: bool) -> tuple[FrameSet | None, str | None]:
+                  full_check: bool) -> tuple[PreparedMedia | None, str | None]:
     """The verified cached frames of one video, or None and why an existing entry is not trusted."""
-    key = cache.frames_key(digest, options)
-    directory = cache.frames_directory(cache_dir, key)
+    directory = cache.frames_directory(cache_dir, cache.frames_key(digest, options))
     if not os.path.lexists(directory):
         return None, None  # nothing cached: nothing to verify
     from helm_roboreward.media.verification import cached_frame_set  # only where something is cached
 
-    return cached_frame_set(video_path, cache_dir, key, directory, digest, options, full_check)
+    return cached_frame_set(video_path, cache_dir, directory, digest, options, full_check)
 
 
 def _extract_into(video_path: str, container: "av.container.InputContainer", directory: str, options: FrameOptions,
@@ -256,11 +250,9 @@ def write_selected(container: "av.container.InputContainer", directory: str, pro
     return written
 
 
-def frame_set_from(key: str, directory: str, manifest: cache.Manifest, cached: bool,
-                   rebuilt_because: str | None = None) -> FrameSet:
-    """The :class:`FrameSet` a manifest describes (files under ``directory``)."""
-    files = [str(name) for name in manifest["files"]]
-    return FrameSet(key, directory, tuple(os.path.join(directory, name) for name in files),
-                    tuple(int(i) for i in manifest["frame_indices"]), int(manifest["num_frames"]),
-                    float(manifest["native_fps"]), int(manifest["width"]), int(manifest["height"]),
-                    sum(int(size) for size in manifest["sizes"]), cached, rebuilt_because)
+def frames_media(directory: str, manifest: cache.Manifest, cached: bool, rebuilt_because: str | None) -> PreparedMedia:
+    """The frames a manifest describes (files under ``directory``), as a request carries them."""
+    return PreparedMedia(str(manifest["video_sha256"]), FRAME_CONTENT_TYPE,
+                         tuple(os.path.join(directory, str(name)) for name in manifest["files"]),
+                         tuple(int(i) for i in manifest["frame_indices"]), sum(int(size) for size in manifest["sizes"]),
+                         cached, rebuilt_because)

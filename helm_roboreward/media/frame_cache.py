@@ -1,7 +1,6 @@
-"""The frame cache: where a video's frames live, what an entry's manifest records, and stamps (docs/media.md).
+"""The frame cache (docs/media.md): an entry ``<cache>/<key[:2]>/<key>/`` holds ``NNNN.jpg`` files and a manifest.
 
-An entry is ``<cache>/<key[:2]>/<key>/``: ``NNNN.jpg`` files and the manifest ``frames.json``, written last. Stamps
-let a later check (:mod:`~helm_roboreward.media.verification`) trust a frame or a video copy without re-reading it.
+Stamps let a later check (:mod:`~helm_roboreward.media.verification`) trust a file without re-reading it.
 """
 
 import hashlib

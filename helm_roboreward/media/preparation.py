@@ -10,27 +10,13 @@ from tqdm import tqdm
 
 from helm_roboreward.core.files import file_digest, write_atomically
 from helm_roboreward.data.rows import Rollout
-from helm_roboreward.media.decoding import FrameSet, VideoError, cached_frames, extract_frames
+from helm_roboreward.media.decoding import PreparedMedia, VideoError, cached_frames, extract_frames
 from helm_roboreward.protocol import FrameOptions
 
 FRAMES_FOLDER = "frames"
-FRAME_CONTENT_TYPE = "image/jpeg"
 VIDEOS_PER_WORKER = 16  # a spawned worker costs about a second: a small cold run stays in this process
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class PreparedMedia:
-    """The media of one rollout as a request will carry it."""
-
-    video_sha256: str
-    content_type: str
-    paths: tuple[str, ...]  # one mp4, or the JPEG frames in order
-    frame_indices: tuple[int, ...]  # source frame numbers of the frames (empty for native video)
-    num_bytes: int
-    cached: bool
-    rebuilt_because: str | None = None  # why an existing cache entry was not trusted and was rebuilt
 
 
 @dataclass(frozen=True)
@@ -39,9 +25,6 @@ class Failure:
 
     message: str
     fix: str = VideoError.fix
-
-
-Outcome = PreparedMedia | Failure
 
 
 @dataclass
@@ -54,39 +37,20 @@ class PreparationReport:
     workers: int = 0  # worker processes started
     seconds: float = 0.0
 
-    def _distinct(self) -> list[PreparedMedia]:
+    def distinct(self) -> list[PreparedMedia]:
+        """The media prepared, once per video content (counterfactual copies of one video count once)."""
         return list({media.video_sha256: media for media in self.media.values()}.values())
-
-    @property
-    def num_videos(self) -> int:
-        """Distinct video contents prepared (counterfactual copies of one video count once)."""
-        return len(self._distinct())
-
-    @property
-    def num_frames(self) -> int:
-        """Frames stored or found (each distinct video counted once)."""
-        return sum(len(media.frame_indices) for media in self._distinct())
-
-    @property
-    def num_bytes(self) -> int:
-        """Bytes of media (each distinct video counted once)."""
-        return sum(media.num_bytes for media in self._distinct())
 
     @property
     def cache_hits(self) -> int:
         """Distinct videos that needed no work."""
-        return sum(1 for media in self._distinct() if media.cached)
+        return sum(1 for media in self.distinct() if media.cached)
 
 
 def recorded_path(path: str) -> str:
     """How a media path is recorded: relative to the working directory when under it, so HELM's viewer finds it."""
     relative = os.path.relpath(path) if os.path.isabs(path) else os.pardir
     return path if relative.startswith(os.pardir) else relative
-
-
-def _from_frames(frame_set: FrameSet, video_sha256: str) -> PreparedMedia:
-    return PreparedMedia(video_sha256, FRAME_CONTENT_TYPE, frame_set.frame_files, frame_set.frame_indices,
-                         frame_set.total_bytes, frame_set.cached, frame_set.rebuilt_because)
 
 
 def prepare_one(video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str | None = None,
@@ -97,8 +61,7 @@ def prepare_one(video_path: str, media_dir: str, native: bool, options: FrameOpt
         from helm_roboreward.media.copies import prepared_copy  # native-video runs only
 
         return prepared_copy(video_path, digest, media_dir, full_check)
-    frames_dir = os.path.join(media_dir, FRAMES_FOLDER)
-    return _from_frames(extract_frames(video_path, frames_dir, options, digest, full_check), digest)
+    return extract_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
 
 
 def cached_media(video_path: str, media_dir: str, native: bool, options: FrameOptions, digest: str,
@@ -108,8 +71,7 @@ def cached_media(video_path: str, media_dir: str, native: bool, options: FrameOp
         from helm_roboreward.media.copies import cached_copy  # native-video runs only
 
         return cached_copy(video_path, digest, media_dir, full_check)
-    frames, problem = cached_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
-    return (_from_frames(frames, digest) if frames is not None else None), problem
+    return cached_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
 
 
 def _attempt(function: Callable[..., _T], video_path: str, *args: object) -> _T | Failure:
@@ -157,7 +119,7 @@ def prepare_media(rollouts: Sequence[Rollout], media_dir: str, native: bool, opt
     if report.workers > 1:
         from helm_roboreward.media.workers import in_workers  # only runs with many videos to prepare
 
-        outcomes: Iterator[Outcome] = in_workers(_attempt, calls, report.workers)
+        outcomes: Iterator[PreparedMedia | Failure] = in_workers(_attempt, calls, report.workers)
     else:
         report.workers, outcomes = 0, (_attempt(*call) for call in calls)
     for (_, paths), outcome in zip(misses, outcomes, strict=True):
@@ -168,7 +130,7 @@ def prepare_media(rollouts: Sequence[Rollout], media_dir: str, native: bool, opt
     return report
 
 
-def _record(report: PreparationReport, paths: list[str], outcome: Outcome) -> None:
+def _record(report: PreparationReport, paths: list[str], outcome: PreparedMedia | Failure) -> None:
     for path in paths:
         if isinstance(outcome, PreparedMedia):
             report.media[path] = outcome

@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from helm_roboreward.data.rows import Rollout
+from helm_roboreward.data.rows import DataError, Rollout
 from helm_roboreward.media.preparation import PreparationReport
 
 
@@ -15,6 +15,13 @@ def failures_by_row(rollouts: Sequence[Rollout], report: PreparationReport) -> l
             fix = failure.fix.replace("the subset,", f"the subset {rollout.row.subset!r},")
             lines.append(f"metadata line {rollout.row.line} ({rollout.row.file_name}): {failure.message}. {fix}")
     return lines
+
+
+def failed_rows_error(rollouts: Sequence[Rollout], report: PreparationReport, description: str) -> DataError:
+    """The error a run raises when some rows' videos cannot be used, naming each row."""
+    lines = failures_by_row(rollouts, report)
+    return DataError(f"{len(lines)} row(s) of {description} have videos that cannot be used "
+                     f"(the other videos are prepared and cached):\n" + "\n".join(lines))
 
 
 def rebuilt_summary(report: PreparationReport, limit: int = 5) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from helm_roboreward.core.cache_files import read_json_file
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.media import frame_cache as cache
-from helm_roboreward.media.decoding import FrameSet, frame_set_from, probe_video
+from helm_roboreward.media.decoding import PreparedMedia, frames_media, probe_video
 from helm_roboreward.media.frame_cache import file_stamp, write_stamps
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 
@@ -100,13 +100,13 @@ def cached_entry(video_path: str, cache_dir: str, directory: str, video_sha256: 
     return EntryCheck(manifest, None)
 
 
-def cached_frame_set(video_path: str, cache_dir: str, key: str, directory: str, video_sha256: str,
-                     options: FrameOptions, full: bool) -> tuple[FrameSet | None, str | None]:
-    """The :class:`FrameSet` of a trusted entry, or None and why an existing entry is not trusted."""
+def cached_frame_set(video_path: str, cache_dir: str, directory: str, video_sha256: str, options: FrameOptions,
+                     full: bool) -> tuple[PreparedMedia | None, str | None]:
+    """The frames of a trusted entry, or None and why an existing entry is not trusted."""
     checked = cached_entry(video_path, cache_dir, directory, video_sha256, options, full)
     if checked.manifest is None:
         return None, checked.problem
-    return frame_set_from(key, directory, checked.manifest, cached=True), None
+    return frames_media(directory, checked.manifest, cached=True, rebuilt_because=None), None
 
 
 def _manifest_problem(manifest: cache.Manifest, video_sha256: str, options: FrameOptions) -> str | None:

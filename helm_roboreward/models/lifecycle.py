@@ -35,16 +35,6 @@ def check_not_retired(model: str) -> None:
     retirement = RETIRED_MODELS.get(model)
     if retirement is not None and os.environ.get(ALLOW_RETIRED_VARIABLE, "").strip().lower() not in (
             "1", "true", "yes", "on"):
-        raise ValueError(retired_message(model, retirement))
+        from helm_roboreward.refusals import retired
 
-
-def retired_message(model: str, retirement: Retirement) -> str:
-    """The error a run naming a retired model stops with: when, the successor, how to run it, the way around."""
-    return (
-        f"roboreward: model {model} was retired by its provider on {retirement.date.isoformat()} "
-        f"({retirement.source}); its requests would fail. Run its successor instead: replace model={model} by "
-        f"model={retirement.successor} in the run entry (or --models-to-run {retirement.successor}), e.g. "
-        f"helm-run --run-entries roboreward:subset=all,model={retirement.successor} --suite <suite> -m 2831. "
-        f"Old suites that ran {model} still summarize. To run it anyway (replaying HELM's request cache), set "
-        f"{ALLOW_RETIRED_VARIABLE}=1."
-    )
+        raise retired(model, retirement)

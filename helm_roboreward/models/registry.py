@@ -10,45 +10,26 @@ import os
 import cattrs
 import dacite
 import yaml
-from helm.benchmark.model_deployment_registry import (
-    ALL_MODEL_DEPLOYMENTS,
-    DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT,
-    ClientSpec,
-    ModelDeployment,
-    ModelDeployments,
-    register_model_deployment,
-)
-from helm.benchmark.model_metadata_registry import (
-    MODEL_NAME_TO_MODEL_METADATA,
-    ModelMetadata,
-    ModelMetadataList,
-    register_model_metadata,
-)
+from helm.benchmark import model_deployment_registry as deployments
+from helm.benchmark import model_metadata_registry as metadata_registry
 
+from helm_roboreward import protocol
 from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, MODEL_METADATA_FILE, config_dir
-from helm_roboreward.protocol import (
-    EXPECTED,
-    GREEDY,
-    ONE_MESSAGE,
-    ONE_MESSAGE_GEMINI_CLIENT,
-    OPENAI_VIDEO_CLIENT,
-    TRANSFORMERS_CLIENT,
-)
 
-LOGPROBS_CLIENTS = (TRANSFORMERS_CLIENT, OPENAI_VIDEO_CLIENT)
+LOGPROBS_CLIENTS = (protocol.TRANSFORMERS_CLIENT, protocol.OPENAI_VIDEO_CLIENT)
 """The clients that can record the answer's token log-probabilities (their ``top_logprobs`` argument)."""
 TWIN_SUFFIXES = {"layout": "-one-message", "decoding": "-greedy", "score": "-logprobs"}
 """A twin's name: its deployment's name, then the suffix of each departure it serves, in this order."""
 
 
-def departures_served(client: ClientSpec) -> dict[str, str]:
+def departures_served(client: deployments.ClientSpec) -> dict[str, str]:
     """The departures a deployment's client serves, by run-entry argument (a twin's, or one the user wrote)."""
-    served = {"layout": ONE_MESSAGE} if client.class_name == ONE_MESSAGE_GEMINI_CLIENT else {}
+    served = {"layout": protocol.ONE_MESSAGE} if client.class_name == protocol.ONE_MESSAGE_GEMINI_CLIENT else {}
     if client.class_name in LOGPROBS_CLIENTS:  # greedy and log-probabilities: the package's own clients only
-        if client.args.get("decoding") == GREEDY:
-            served["decoding"] = GREEDY
+        if client.args.get("decoding") == protocol.GREEDY:
+            served["decoding"] = protocol.GREEDY
         if client.args.get("top_logprobs"):
-            served["score"] = EXPECTED
+            served["score"] = protocol.EXPECTED
     return served
 
 
@@ -56,32 +37,32 @@ def register_package_models() -> list[str]:
     """Register the package's models and deployments that HELM does not know yet; returns the names added."""
     added: list[str] = []
     for model in _package_metadata():
-        if model.name not in MODEL_NAME_TO_MODEL_METADATA:
-            register_model_metadata(model)
+        if model.name not in metadata_registry.MODEL_NAME_TO_MODEL_METADATA:
+            metadata_registry.register_model_metadata(model)
             added.append(model.name)
     for deployment in _package_deployments():
-        if deployment.model_name not in MODEL_NAME_TO_MODEL_METADATA:
+        if deployment.model_name not in metadata_registry.MODEL_NAME_TO_MODEL_METADATA:
             continue  # a HELM built-in model not loaded yet: HELM would invent placeholder metadata
-        if deployment.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+        if deployment.name not in deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
             register_deployment(deployment)
             added.append(deployment.name)
     keep_helm_defaults()
     return added
 
 
-def register_deployment(deployment: ModelDeployment) -> None:
+def register_deployment(deployment: deployments.ModelDeployment) -> None:
     """Register a deployment with HELM's function, keeping the ``deployment_names`` HELM built for its own models."""
-    metadata = MODEL_NAME_TO_MODEL_METADATA.get(deployment.model_name or "")
+    metadata = metadata_registry.MODEL_NAME_TO_MODEL_METADATA.get(deployment.model_name or "")
     kept = None if metadata is None or metadata.deployment_names is None else list(metadata.deployment_names)
-    register_model_deployment(deployment)
+    deployments.register_model_deployment(deployment)
     if metadata is not None and metadata.name not in package_model_names():
         metadata.deployment_names = kept
 
 
 @functools.lru_cache(maxsize=1)
-def _package_metadata() -> tuple[ModelMetadata, ...]:
+def _package_metadata() -> tuple[metadata_registry.ModelMetadata, ...]:
     with open(os.path.join(config_dir(), MODEL_METADATA_FILE), encoding="utf-8") as handle:
-        return tuple(dacite.from_dict(ModelMetadataList, yaml.safe_load(handle)).models)
+        return tuple(dacite.from_dict(metadata_registry.ModelMetadataList, yaml.safe_load(handle)).models)
 
 
 def package_model_names() -> list[str]:
@@ -90,20 +71,20 @@ def package_model_names() -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _package_deployments() -> list[ModelDeployment]:
+def _package_deployments() -> list[deployments.ModelDeployment]:
     with open(os.path.join(config_dir(), MODEL_DEPLOYMENTS_FILE), encoding="utf-8") as handle:
-        return list(cattrs.structure(yaml.safe_load(handle), ModelDeployments).model_deployments)
+        return list(cattrs.structure(yaml.safe_load(handle), deployments.ModelDeployments).model_deployments)
 
 
 def preferred_deployment(model: str) -> str | None:
     """The package's first registered deployment of ``model`` (a ``roboreward`` run's default), if it has one."""
     for deployment in _package_deployments():
-        if deployment.model_name == model and deployment.name in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
+        if deployment.model_name == model and deployment.name in deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
             return deployment.name
     return None
 
 
-def is_twin(deployment: ModelDeployment) -> bool:
+def is_twin(deployment: deployments.ModelDeployment) -> bool:
     """True for a deployment named and configured as a twin (``<deployment>-greedy`` serving ``decoding=greedy``)."""
     return any(deployment.name.endswith(TWIN_SUFFIXES[option]) for option in departures_served(deployment.client_spec))
 
@@ -114,7 +95,8 @@ def keep_helm_defaults() -> None:
     Twins go first, then the package's deployments of models HELM also deploys, then the rest, each in its order.
     """
     ours = {deployment.name for deployment in _package_deployments()}
-    twins = {d.name for d in ALL_MODEL_DEPLOYMENTS if is_twin(d)}
-    theirs = {d.model_name for d in ALL_MODEL_DEPLOYMENTS if d.name not in ours and d.name not in twins}
-    moved = {d.name for d in ALL_MODEL_DEPLOYMENTS if d.name in ours and d.model_name in theirs}
-    ALL_MODEL_DEPLOYMENTS.sort(key=lambda d: 0 if d.name in twins else 1 if d.name in moved else 2)  # stable
+    twins = {d.name for d in deployments.ALL_MODEL_DEPLOYMENTS if is_twin(d)}
+    theirs = {d.model_name for d in deployments.ALL_MODEL_DEPLOYMENTS if d.name not in ours and d.name not in twins}
+    moved = {d.name for d in deployments.ALL_MODEL_DEPLOYMENTS if d.name in ours and d.model_name in theirs}
+    # A stable sort: each group keeps its order.
+    deployments.ALL_MODEL_DEPLOYMENTS.sort(key=lambda d: 0 if d.name in twins else 1 if d.name in moved else 2)

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from helm_roboreward.core.files import file_mode
+from helm_roboreward.core.umask import file_mode
 from helm_roboreward.data.hub_timeouts import limit_hub_requests
 from helm_roboreward.data.rows import DataError
 from helm_roboreward.media.containment import is_inside

@@ -14,8 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from helm_roboreward.core.validation import episode_span, integer_value, overlapping_spans
-from helm_roboreward.data.rows import jsonl_lines
+from helm_roboreward.core.validation import episode_span, integer_value, jsonl_lines, overlapping_spans
 from helm_roboreward.robot_data.lerobot_format import (
     DEFAULT_CHUNKS_SIZE,
     EPISODES_GLOB,

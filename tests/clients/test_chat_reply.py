@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from helm_roboreward.clients.chat_reply import UnusableReplyError, decode_reply, usable
+from helm_roboreward.clients.common import UnusableReplyError
+from helm_roboreward.clients.openai_video_client import decode_reply, usable
 from helm_roboreward.clients.reply_errors import reply_problem
 from tests.helpers.fakes.openai_chat import MALFORMED_BODIES
 

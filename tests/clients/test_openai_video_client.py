@@ -207,7 +207,7 @@ def test_file_url_transport_sends_the_content_addressed_copy(fake: FakeModelServ
 
 def test_frames_are_image_url_data_urls_byte_identical_in_order(fake: FakeModelServer, tmp_path: Path) -> None:
     frame_set = extract_frames(str(SAMPLE / LEAKY_NAME), str(tmp_path / "frames"), FrameOptions())
-    frames = [Path(p) for p in frame_set.frame_files]
+    frames = [Path(p) for p in frame_set.paths]
     assert len(frames) >= 2, "the sample clip should give several frames"
     request = make_request([MediaObject(location=str(p), content_type="image/jpeg") for p in frames])
     result = make_client(fake.base_url).make_request(request)
@@ -312,11 +312,11 @@ def test_cache_key_follows_frame_content(fake: FakeModelServer, tmp_path: Path) 
     cache = SqliteCacheConfig(str(tmp_path / "frames.sqlite"))
     frame_set = extract_frames(str(SAMPLE / LEAKY_NAME), str(tmp_path / "frames"), FrameOptions())
     frame = tmp_path / "frame.jpg"
-    shutil.copyfile(frame_set.frame_files[0], frame)
+    shutil.copyfile(frame_set.paths[0], frame)
     request = make_request([MediaObject(location=str(frame), content_type="image/jpeg")])
     assert make_client(fake.base_url, cache).make_request(request).cached is False
     assert make_client(fake.base_url, cache).make_request(request).cached is True
-    shutil.copyfile(frame_set.frame_files[-1], frame)
+    shutil.copyfile(frame_set.paths[-1], frame)
     assert make_client(fake.base_url, cache).make_request(request).cached is False
     assert len(fake.requests_to(CHAT)) == 2
 
@@ -713,5 +713,5 @@ def test_a_default_request_loads_only_the_request_path(leaky_video: Path) -> Non
                           cwd=Path(__file__).resolve().parents[2], check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == [
-        "helm_roboreward.clients", "helm_roboreward.clients.chat_reply", "helm_roboreward.clients.common",
+        "helm_roboreward.clients", "helm_roboreward.clients.common",
         "helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.transformers_client"]

@@ -17,10 +17,9 @@ from helm.common.request import Request
 from openai.types.chat import ChatCompletion
 
 from helm_roboreward.clients import logprobs
-from helm_roboreward.clients.chat_reply import completion_from_choice
 from helm_roboreward.clients.common import split_reasoning
 from helm_roboreward.clients.logprobs import answer_start, score_token_logprobs, trim_alternatives
-from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
+from helm_roboreward.clients.openai_video_client import OpenAIVideoClient, completion_from_choice
 from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
 from tests.helpers.fakes import CHAT, FakeModelServer, constant
 

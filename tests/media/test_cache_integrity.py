@@ -26,7 +26,7 @@ import pytest
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.rows import load_rollouts
 from helm_roboreward.media.copies import copy_location, remux_without_metadata, store_video, unsafe_metadata
-from helm_roboreward.media.decoding import extract_frames, probe_video
+from helm_roboreward.media.decoding import PreparedMedia, extract_frames, probe_video
 from helm_roboreward.media.frame_cache import MANIFEST_FILE, frames_directory, frames_key
 from helm_roboreward.media.preparation import FRAMES_FOLDER, prepare_media
 from helm_roboreward.media.problems import failures_by_row, rebuilt_summary
@@ -46,6 +46,11 @@ def sample_video(index: int = 0) -> Path:
 
 def entry_of(video: Path, cache: Path, options: FrameOptions = OFFICIAL) -> Path:
     return Path(frames_directory(str(cache), frames_key(file_digest(str(video)), options)))
+
+
+def entry(media: PreparedMedia) -> str:
+    """The cache entry folder holding the frames."""
+    return os.path.dirname(media.paths[0])
 
 
 def local_copy(root: Path, rows: list[dict[str, Any]], files: dict[str, Path]) -> Path:
@@ -68,8 +73,8 @@ def rollouts_of(data: Path) -> Any:
 def test_a_manifest_listing_fewer_frames_is_rebuilt(tmp_path: Path) -> None:
     video = sample_video()
     first = extract_frames(str(video), str(tmp_path), OFFICIAL)
-    assert len(first.frame_files) >= 4
-    manifest_path = Path(first.directory) / MANIFEST_FILE
+    assert len(first.paths) >= 4
+    manifest_path = Path(entry(first)) / MANIFEST_FILE
     manifest = json.loads(manifest_path.read_text())
     for key in ("files", "frame_indices", "sizes", "sha256"):
         manifest[key] = manifest[key][:2]
@@ -83,7 +88,7 @@ def test_a_forged_frame_count_is_caught_against_the_video(tmp_path: Path) -> Non
     """Shorten the lists AND the recorded frame count consistently: the video itself disagrees."""
     video = sample_video()
     first = extract_frames(str(video), str(tmp_path), OFFICIAL)
-    manifest_path = Path(first.directory) / MANIFEST_FILE
+    manifest_path = Path(entry(first)) / MANIFEST_FILE
     manifest = json.loads(manifest_path.read_text())
     fake_count = 11
     keep = len(select_frame_indices(fake_count, manifest["native_fps"], OFFICIAL))
@@ -99,20 +104,20 @@ def test_a_forged_frame_count_is_caught_against_the_video(tmp_path: Path) -> Non
 def test_a_frame_corrupted_in_place_is_rebuilt(tmp_path: Path) -> None:
     video = sample_video()
     first = extract_frames(str(video), str(tmp_path), OFFICIAL)
-    victim = Path(first.frame_files[1])
+    victim = Path(first.paths[1])
     data = bytearray(victim.read_bytes())
     data[len(data) // 2] ^= 0xFF
     victim.write_bytes(bytes(data))  # the same size, other bytes
     again = extract_frames(str(video), str(tmp_path), OFFICIAL)
     assert not again.cached and "digest" in str(again.rebuilt_because) and victim.name in str(again.rebuilt_because)
-    assert file_digest(str(victim)) == json.loads((Path(first.directory) / MANIFEST_FILE).read_text())["sha256"][1]
+    assert file_digest(str(victim)) == json.loads((Path(entry(first)) / MANIFEST_FILE).read_text())["sha256"][1]
 
 
 def test_a_corruption_that_keeps_size_and_times_is_found_by_a_full_check(tmp_path: Path) -> None:
     """Even with the modification time put back, the change time moved: the stamp no longer matches."""
     video = sample_video()
     first = extract_frames(str(video), str(tmp_path), OFFICIAL)
-    victim = Path(first.frame_files[0])
+    victim = Path(first.paths[0])
     info = victim.stat()
     data = bytearray(victim.read_bytes())
     data[-10] ^= 0x01
@@ -125,21 +130,21 @@ def test_a_folder_linked_to_another_videos_frames_is_rebuilt(tmp_path: Path) -> 
     video, other = sample_video(0), sample_video(1)
     mine = extract_frames(str(video), str(tmp_path), OFFICIAL)
     theirs = extract_frames(str(other), str(tmp_path), OFFICIAL)
-    theirs_before = {p.name: p.read_bytes() for p in Path(theirs.directory).iterdir()}
-    shutil.rmtree(mine.directory)
-    os.symlink(theirs.directory, mine.directory)
+    theirs_before = {p.name: p.read_bytes() for p in Path(entry(theirs)).iterdir()}
+    shutil.rmtree(entry(mine))
+    os.symlink(entry(theirs), entry(mine))
     again = extract_frames(str(video), str(tmp_path), OFFICIAL)
     assert not again.cached and "lies in a link" in str(again.rebuilt_because)
-    assert not os.path.islink(again.directory) and again.frame_indices == mine.frame_indices
-    assert {p.name: p.read_bytes() for p in Path(theirs.directory).iterdir()} == theirs_before
+    assert not os.path.islink(entry(again)) and again.frame_indices == mine.frame_indices
+    assert {p.name: p.read_bytes() for p in Path(entry(theirs)).iterdir()} == theirs_before
 
 
 def test_a_copied_manifest_of_another_video_is_rebuilt(tmp_path: Path) -> None:
     video, other = sample_video(0), sample_video(1)
     mine = extract_frames(str(video), str(tmp_path), OFFICIAL)
     theirs = extract_frames(str(other), str(tmp_path), OFFICIAL)
-    shutil.rmtree(mine.directory)
-    shutil.copytree(theirs.directory, mine.directory)
+    shutil.rmtree(entry(mine))
+    shutil.copytree(entry(theirs), entry(mine))
     again = extract_frames(str(video), str(tmp_path), OFFICIAL)
     assert not again.cached and "another video" in str(again.rebuilt_because)
 
@@ -147,7 +152,7 @@ def test_a_copied_manifest_of_another_video_is_rebuilt(tmp_path: Path) -> None:
 def test_an_entry_of_the_previous_format_is_rebuilt(tmp_path: Path) -> None:
     video = sample_video()
     first = extract_frames(str(video), str(tmp_path), OFFICIAL)
-    manifest_path = Path(first.directory) / MANIFEST_FILE
+    manifest_path = Path(entry(first)) / MANIFEST_FILE
     manifest = json.loads(manifest_path.read_text())
     for key in ("sha256", "video_sha256", "probed_frames"):
         del manifest[key]

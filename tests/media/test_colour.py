@@ -9,6 +9,7 @@ pixels at the official frame indices, hence byte-identical JPEGs.
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ import pytest
 from PIL import Image
 
 from helm_roboreward.core.files import file_digest
-from helm_roboreward.media.decoding import decode_frames, encode_jpeg, extract_frames, probe_video, to_image
+from helm_roboreward.media.decoding import (
+    PreparedMedia,
+    decode_frames,
+    encode_jpeg,
+    extract_frames,
+    probe_video,
+    to_image,
+)
 from helm_roboreward.media.frame_cache import EXTRACTOR_VERSION, MANIFEST_FILE, frames_directory, frames_key
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers import videos
@@ -55,6 +63,11 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     return request.param, videos.make_video(path, 25, fps=10, width=96, height=64, colour=True, **arguments)
 
 
+def entry(media: PreparedMedia) -> str:
+    """The cache entry folder holding the frames."""
+    return os.path.dirname(media.paths[0])
+
+
 def opencv_frames(path: Path) -> list[np.ndarray]:
     """Every frame as the official path reads it (RGB): ``cv2.VideoCapture``, frame after frame."""
     capture = cv2.VideoCapture(str(path), cv2.CAP_FFMPEG)
@@ -85,7 +98,7 @@ def test_stored_jpegs_are_opencvs_pixels_encoded(case: tuple[str, Path], tmp_pat
     reference = opencv_frames(path)
     frame_set = extract_frames(str(path), str(tmp_path), OFFICIAL)
     assert list(frame_set.frame_indices) == [0, 10, 20]
-    for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
+    for index, file in zip(frame_set.frame_indices, frame_set.paths, strict=True):
         expected = encode_jpeg(Image.fromarray(reference[index]), OFFICIAL.jpeg_quality)
         assert Path(file).read_bytes() == expected, f"{name}: stored frame {index}"
 
@@ -121,14 +134,14 @@ def test_frames_of_the_tag_honouring_extractor_are_never_served(tmp_path: Path) 
     (old_entry / MANIFEST_FILE).write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
 
     fresh = extract_frames(str(path), str(cache), OFFICIAL)
-    assert fresh.cached is False and fresh.rebuilt_because is None and fresh.directory != str(old_entry)
-    stored = [Path(file).read_bytes() for file in fresh.frame_files]
+    assert fresh.cached is False and fresh.rebuilt_because is None and entry(fresh) != str(old_entry)
+    stored = [Path(file).read_bytes() for file in fresh.paths]
     assert all(data != (old_entry / name).read_bytes() for data, name in zip(stored, files, strict=True))
 
     # The old entry copied to the current key (a cache merged by hand): refused for its extractor, rebuilt.
-    shutil.rmtree(fresh.directory)
-    shutil.copytree(old_entry, fresh.directory)
+    shutil.rmtree(entry(fresh))
+    shutil.copytree(old_entry, entry(fresh))
     rebuilt = extract_frames(str(path), str(cache), OFFICIAL)
     assert rebuilt.cached is False
     assert rebuilt.rebuilt_because is not None and "another extractor version" in rebuilt.rebuilt_because
-    assert [Path(file).read_bytes() for file in rebuilt.frame_files] == stored
+    assert [Path(file).read_bytes() for file in rebuilt.paths] == stored

@@ -19,7 +19,14 @@ from PIL import Image
 import helm_roboreward.media.decoding as extraction
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.media import short_streams, verification
-from helm_roboreward.media.decoding import FrameSet, VideoError, decode_frames, encode_jpeg, extract_frames, probe_video
+from helm_roboreward.media.decoding import (
+    PreparedMedia,
+    VideoError,
+    decode_frames,
+    encode_jpeg,
+    extract_frames,
+    probe_video,
+)
 from helm_roboreward.media.frame_cache import MANIFEST_FILE, STAMP_FILE, frames_directory, frames_key
 from helm_roboreward.media.maintenance import remove_unlisted_frames
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
@@ -39,9 +46,25 @@ def clip73(video_dir: Path) -> Path:
     return videos.make_video(video_dir / "clip73.mp4", 73, fps=10, gop=30)
 
 
-def stored_numbers(frame_set: FrameSet) -> list[int]:
+def stored_numbers(frame_set: PreparedMedia) -> list[int]:
     """The source frame number drawn in each stored JPEG."""
-    return [videos.frame_number_of(np.asarray(Image.open(path))) for path in frame_set.frame_files]
+    return [videos.frame_number_of(np.asarray(Image.open(path))) for path in frame_set.paths]
+
+
+def entry(media: PreparedMedia) -> str:
+    """The cache entry folder holding the frames."""
+    return os.path.dirname(media.paths[0])
+
+
+def key_of(media: PreparedMedia) -> str:
+    """The cache key of the frames (the entry folder's name)."""
+    return os.path.basename(entry(media))
+
+
+def manifest_of(media: PreparedMedia) -> dict[str, Any]:
+    """The entry's manifest."""
+    manifest: dict[str, Any] = json.loads((Path(entry(media)) / MANIFEST_FILE).read_text(encoding="utf-8"))
+    return manifest
 
 
 def leftovers(root: Path) -> list[str]:
@@ -119,18 +142,18 @@ def test_extract_official_indices(video_dir: Path, tmp_path: Path, fps: float, s
     stride = max(int(float(probe_video(str(path)).native_fps) // 1), 1)
     expected = list(range(0, num_frames, stride))
     assert list(frame_set.frame_indices) == expected
-    assert list(frame_set.frame_indices) == select_frame_indices(num_frames, frame_set.native_fps)
+    assert list(frame_set.frame_indices) == select_frame_indices(num_frames, manifest_of(frame_set)["native_fps"])
     assert stored_numbers(frame_set) == expected
-    assert frame_set.num_frames == num_frames
+    assert manifest_of(frame_set)["num_frames"] == num_frames
     assert frame_set.cached is False
-    assert (frame_set.width, frame_set.height) == (64, 48)
+    assert (manifest_of(frame_set)["width"], manifest_of(frame_set)["height"]) == (64, 48)
 
 
 def test_extract_protocol_example(clip73: Path, tmp_path: Path) -> None:
     frame_set = extract_frames(str(clip73), str(tmp_path), OFFICIAL)
     assert frame_set.frame_indices == (0, 10, 20, 30, 40, 50, 60, 70)
     assert stored_numbers(frame_set) == [0, 10, 20, 30, 40, 50, 60, 70]
-    for path in frame_set.frame_files:
+    for path in frame_set.paths:
         with Image.open(path) as image:
             assert image.format == "JPEG"
             assert image.size == (64, 48)  # native resolution
@@ -150,7 +173,7 @@ def test_stored_jpegs_are_the_sequentially_decoded_frames(clip73: Path, tmp_path
     """Byte-identical to JPEG-encoding the frames of a plain sequential decode."""
     frame_set = extract_frames(str(clip73), str(tmp_path), OFFICIAL)
     reference = videos.decode_all(clip73)
-    for index, path in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
+    for index, path in zip(frame_set.frame_indices, frame_set.paths, strict=True):
         expected = encode_jpeg(Image.fromarray(reference[index]), OFFICIAL.jpeg_quality)
         assert Path(path).read_bytes() == expected
 
@@ -256,7 +279,7 @@ def test_variable_frame_rate_with_b_frames(video_dir: Path, tmp_path: Path, patt
         probe = probe_video(str(path))
         assert list(frame_set.frame_indices) == select_frame_indices(len(reference), probe.native_fps, options)
         assert stored_numbers(frame_set) == list(frame_set.frame_indices)
-        for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
+        for index, file in zip(frame_set.frame_indices, frame_set.paths, strict=True):
             expected = encode_jpeg(Image.fromarray(reference[index]), options.jpeg_quality)
             assert Path(file).read_bytes() == expected, f"frame {index}"
 
@@ -328,12 +351,12 @@ def test_header_one_frame_too_many(
     assert stored_numbers(frame_set) == expected
     if include_last:
         assert frame_set.frame_indices[-1] == decodable - 1  # the last decodable frame
-        assert frame_set.num_frames == decodable
+        assert manifest_of(frame_set)["num_frames"] == decodable
     # the stored frames are the sequentially decoded ones, and the folder holds nothing else
-    for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
+    for index, file in zip(frame_set.frame_indices, frame_set.paths, strict=True):
         assert Path(file).read_bytes() == encode_jpeg(Image.fromarray(sequential[index]), options.jpeg_quality)
-    assert sorted(p.name for p in Path(frame_set.directory).glob("*.jpg")) == sorted(
-        Path(f).name for f in frame_set.frame_files)
+    assert sorted(p.name for p in Path(entry(frame_set)).glob("*.jpg")) == sorted(
+        Path(f).name for f in frame_set.paths)
 
 
 # --------------------------------------------------------------------------- cache
@@ -353,15 +376,15 @@ def test_cache_hit_does_no_decoding(clip73: Path, tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(av, "open", boom)
     second = extract_frames(str(clip73), str(tmp_path), OFFICIAL)
     assert second.cached is True
-    assert second.key == first.key
-    assert second.frame_files == first.frame_files
+    assert key_of(second) == key_of(first)
+    assert second.paths == first.paths
     assert second.frame_indices == first.frame_indices
-    assert second.num_frames == first.num_frames
-    assert second.total_bytes == first.total_bytes
+    assert manifest_of(second)["num_frames"] == manifest_of(first)["num_frames"]
+    assert second.num_bytes == first.num_bytes
     # with a known digest the file is not even hashed
     monkeypatch.setattr(extraction, "file_digest", boom)
     third = extract_frames(str(clip73), str(tmp_path), OFFICIAL, video_sha256=_sha256(clip73))
-    assert third.cached is True and third.key == first.key
+    assert third.cached is True and key_of(third) == key_of(first)
 
 
 def _sha256(path: Path) -> str:
@@ -372,7 +395,7 @@ def _sha256(path: Path) -> str:
 
 def test_damaged_cache_is_rebuilt(clip73: Path, tmp_path: Path) -> None:
     first = extract_frames(str(clip73), str(tmp_path), OFFICIAL)
-    Path(first.frame_files[2]).write_bytes(b"truncated")
+    Path(first.paths[2]).write_bytes(b"truncated")
     second = extract_frames(str(clip73), str(tmp_path), OFFICIAL)
     assert second.cached is False
     assert stored_numbers(second) == list(first.frame_indices)
@@ -388,43 +411,43 @@ def test_keys(clip73: Path, video_dir: Path, tmp_path: Path) -> None:
         FrameOptions(jpeg_quality=80),
     ]
     sets = [extract_frames(str(clip73), str(tmp_path), option) for option in options]
-    assert len({s.key for s in sets}) == len(options)
-    assert len({s.directory for s in sets}) == len(options)
+    assert len({key_of(s) for s in sets}) == len(options)
+    assert len({entry(s) for s in sets}) == len(options)
     # identical bytes at another path: same key, served from the cache
     copy = tmp_path / "elsewhere" / "renamed_attempt_0_score_3.mp4"
     copy.parent.mkdir()
     shutil.copyfile(clip73, copy)
     same = extract_frames(str(copy), str(tmp_path), OFFICIAL)
-    assert same.key == sets[0].key
+    assert key_of(same) == key_of(sets[0])
     assert same.cached is True
     # different bytes: different key
     other = videos.make_video(video_dir / "clip73-other.mp4", 73, first_number=1)
-    assert extract_frames(str(other), str(tmp_path), OFFICIAL).key != sets[0].key
+    assert key_of(extract_frames(str(other), str(tmp_path), OFFICIAL)) != key_of(sets[0])
     # the key is a pure function of the bytes' digest and the options; it reveals no file name
     digest = file_digest(str(clip73))
     assert digest == _sha256(clip73)
-    assert sets[0].key == frames_key(digest, OFFICIAL)
-    assert "score" not in sets[0].directory and "clip73" not in sets[0].directory
+    assert key_of(sets[0]) == frames_key(digest, OFFICIAL)
+    assert "score" not in entry(sets[0]) and "clip73" not in entry(sets[0])
 
 
 def test_jpegs_and_manifest(clip73: Path, tmp_path: Path) -> None:
     frame_set = extract_frames(str(clip73), str(tmp_path), OFFICIAL)
-    directory = Path(frame_set.directory)
-    assert directory == Path(frames_directory(str(tmp_path), frame_set.key))
-    assert directory.parent.name == frame_set.key[:2]
+    directory = Path(entry(frame_set))
+    assert directory == Path(frames_directory(str(tmp_path), key_of(frame_set)))
+    assert directory.parent.name == key_of(frame_set)[:2]
     manifest = json.loads((directory / MANIFEST_FILE).read_text(encoding="utf-8"))
-    assert [str(directory / name) for name in manifest["files"]] == list(frame_set.frame_files)
+    assert [str(directory / name) for name in manifest["files"]] == list(frame_set.paths)
     assert manifest["frame_indices"] == list(frame_set.frame_indices)
-    assert manifest["sizes"] == [os.path.getsize(path) for path in frame_set.frame_files]
-    assert frame_set.total_bytes == sum(manifest["sizes"])
+    assert manifest["sizes"] == [os.path.getsize(path) for path in frame_set.paths]
+    assert frame_set.num_bytes == sum(manifest["sizes"])
     assert manifest["num_frames"] == 73
     assert manifest["native_fps"] == 10.0
-    for path in frame_set.frame_files:
+    for path in frame_set.paths:
         assert os.path.isabs(path) and os.path.isfile(path)
         with Image.open(path) as image:
             assert image.format == "JPEG"
     assert sorted(p.name for p in directory.iterdir()) == sorted([*manifest["files"], MANIFEST_FILE, STAMP_FILE])
-    assert manifest["sha256"] == [file_digest(path) for path in frame_set.frame_files]
+    assert manifest["sha256"] == [file_digest(path) for path in frame_set.paths]
     assert manifest["video_sha256"] == file_digest(str(clip73)) and manifest["probed_frames"] == 73
     assert leftovers(tmp_path) == []
 
@@ -432,8 +455,8 @@ def test_jpegs_and_manifest(clip73: Path, tmp_path: Path) -> None:
 def test_identical_inputs_identical_bytes(clip73: Path, tmp_path: Path) -> None:
     first = extract_frames(str(clip73), str(tmp_path / "a"), OFFICIAL)
     second = extract_frames(str(clip73), str(tmp_path / "b"), OFFICIAL)
-    assert first.key == second.key
-    for a, b in zip(first.frame_files, second.frame_files, strict=True):
+    assert key_of(first) == key_of(second)
+    for a, b in zip(first.paths, second.paths, strict=True):
         assert Path(a).read_bytes() == Path(b).read_bytes()
 
 
@@ -546,7 +569,7 @@ def test_missing_file_raises(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("max_side", "size"), [(32, (32, 24)), (48, (48, 36)), (64, (64, 48)), (1000, (64, 48))])
 def test_max_side(clip73: Path, tmp_path: Path, max_side: int, size: tuple) -> None:
     frame_set = extract_frames(str(clip73), str(tmp_path), FrameOptions(max_side=max_side))
-    for path in frame_set.frame_files:
+    for path in frame_set.paths:
         with Image.open(path) as image:
             assert image.size == size
     assert stored_numbers(frame_set) == [0, 10, 20, 30, 40, 50, 60, 70]
@@ -555,7 +578,7 @@ def test_max_side(clip73: Path, tmp_path: Path, max_side: int, size: tuple) -> N
 def test_max_side_portrait(video_dir: Path, tmp_path: Path) -> None:
     path = videos.make_video(video_dir / "portrait.mp4", 12, width=48, height=96)
     frame_set = extract_frames(str(path), str(tmp_path), FrameOptions(max_side=32))
-    with Image.open(frame_set.frame_files[0]) as image:
+    with Image.open(frame_set.paths[0]) as image:
         assert image.size == (16, 32)
 
 
@@ -571,7 +594,7 @@ def test_rotation_metadata_is_applied(video_dir: Path, tmp_path: Path, rotation:
     frame_set = extract_frames(str(path), str(tmp_path), OFFICIAL)
     expected_size = (48, 64) if rotation % 180 else (64, 48)
     turns = (rotation // 90) % 4  # FFmpeg's display matrix angle is counter-clockwise, like np.rot90
-    for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
+    for index, file in zip(frame_set.frame_indices, frame_set.paths, strict=True):
         image = np.asarray(Image.open(file))
         assert (image.shape[1], image.shape[0]) == expected_size
         upright_as_coded = np.rot90(image, -turns)  # undo the display rotation
@@ -581,7 +604,7 @@ def test_rotation_metadata_is_applied(video_dir: Path, tmp_path: Path, rotation:
 def test_rotation_with_max_side(video_dir: Path, tmp_path: Path) -> None:
     path = videos.make_video(video_dir / "rot90-resize.mp4", 5, rotation=90)
     frame_set = extract_frames(str(path), str(tmp_path), FrameOptions(max_side=32))
-    with Image.open(frame_set.frame_files[0]) as image:
+    with Image.open(frame_set.paths[0]) as image:
         assert image.size == (24, 32)
 
 
@@ -591,7 +614,7 @@ def test_other_pixel_formats(video_dir: Path, tmp_path: Path, pix_fmt: str) -> N
     frame_set = extract_frames(str(path), str(tmp_path), OFFICIAL)
     assert stored_numbers(frame_set) == [0, 10, 20]
     reference = videos.decode_all(path)
-    for index, file in zip(frame_set.frame_indices, frame_set.frame_files, strict=True):
+    for index, file in zip(frame_set.frame_indices, frame_set.paths, strict=True):
         assert Path(file).read_bytes() == encode_jpeg(Image.fromarray(reference[index]), OFFICIAL.jpeg_quality)
 
 

@@ -15,8 +15,9 @@ from helm.common.object_spec import parse_object_spec
 
 import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
 from helm_roboreward.models.catalog import status_of
-from helm_roboreward.models.lifecycle import ALLOW_RETIRED_VARIABLE, RETIRED_MODELS, retired_message
+from helm_roboreward.models.lifecycle import ALLOW_RETIRED_VARIABLE, RETIRED_MODELS
 from helm_roboreward.models.registry import register_package_models
+from helm_roboreward.refusals import retired
 from helm_roboreward.routing import check_not_retired
 from tests.helpers.fakes import GEMINI, FakeModelServer
 from tests.helpers.harness import (
@@ -60,7 +61,7 @@ def test_status_texts() -> None:
 
 
 def test_the_message_names_the_date_the_successor_and_how_to_run_it() -> None:
-    message = retired_message(ER_16, RETIRED_MODELS[ER_16])
+    message = str(retired(ER_16, RETIRED_MODELS[ER_16]))
     for expected in ("retired by its provider on 2026-08-31", "model=google/gemini-robotics-er-2-preview",
                      "--models-to-run google/gemini-robotics-er-2-preview", "helm-run --run-entries",
                      ALLOW_RETIRED_VARIABLE, "https://ai.google.dev/gemini-api/docs/robotics-overview"):
