@@ -1,8 +1,7 @@
 """Routing a ``roboreward`` run once HELM has set its model: deployment, media, token allowance, run name.
 
 HELM calls the run spec function before it knows the model (``model=`` is HELM's expander), so the run spec carries
-a :class:`RoutingRequest` that :func:`route` resolves (docs/protocol.md, sections 4-5). It refuses before anything
-runs: an unknown deployment, request limits its client cannot take, a retired model, a run-name clash, a model group.
+a :class:`RoutingRequest` that :func:`route` resolves (docs/protocol.md, sections 4-5), refusing what cannot run.
 """
 
 import dataclasses
