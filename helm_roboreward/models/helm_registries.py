@@ -1,8 +1,9 @@
 """HELM's model registries loaded as ``helm-run`` loads them, for the ``roboreward`` commands that need them.
 
 ``helm-run`` (``helm/benchmark/run.py``, ``helm_run``) registers HELM's built-in configuration, then the
-``--local-path`` folder's YAML files, then imports the entry-point plugins (this package's registers its models,
-deployments and twins). Registering twice would list models twice, so this happens once per process.
+``--local-path`` folder's YAML files, then imports the entry-point plugins (this package's registers its models and
+deployments); the commands also register every option twin. Registering twice would list models twice, so this
+happens once per process.
 """
 
 import os
