@@ -125,8 +125,9 @@ def run_name_prefix(args: dict[str, Any], request: RoutingRequest, mode: str, de
     parts.append(f"video={mode}")
     if mode != NATIVE:
         parts += request.frame_options.run_name_options()
-    if deployment is not None:  # the departures its deployment serves (score=expected is named below)
-        served = departures_served(deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT[deployment].client_spec)
+    registered = deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment or "")  # None: HELM generates it
+    if registered is not None:  # the departures its deployment serves (score=expected is named below)
+        served = departures_served(registered.client_spec)
         parts += [f"{option}={value}" for option, value in served.items() if option != "score"]
     if request.score != protocol.PARSED:
         parts.append(f"score={request.score}")

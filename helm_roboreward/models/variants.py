@@ -28,9 +28,9 @@ LOGPROBS_TOP_N = 20  # the most OpenAI-compatible servers return (vLLM's default
 
 def has_twin(option: str, deployment: ModelDeployment) -> bool:
     """True when ``deployment`` gets a twin serving ``option``'s departure."""
-    client = deployment.client_spec
+    client, model = deployment.client_spec, (deployment.model_name or "").lower()
     if option == "layout":
-        return client.class_name == HELM_GEMINI_CLIENT and (deployment.model_name or "").startswith("google/gemini")
+        return client.class_name == HELM_GEMINI_CLIENT and model.startswith("google/gemini")
     if client.class_name not in LOGPROBS_CLIENTS:
         return False
     return not client.args.get("top_logprobs") if option == "score" else client.args.get("decoding") == CHECKPOINT
@@ -74,9 +74,9 @@ def serving(deployment_name: str, departures: dict[str, str]) -> str:
     """The deployment serving the departures asked for; one its client has no twin for changes nothing."""
     register_variant_twins()
     for option in TWIN_SUFFIXES:
-        if option not in departures:
+        deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment_name)  # None: one HELM generates, no twins
+        if option not in departures or deployment is None:
             continue
-        deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT[deployment_name]
         if option not in departures_served(deployment.client_spec) and has_twin(option, deployment):
             deployment_name += TWIN_SUFFIXES[option]
     return deployment_name

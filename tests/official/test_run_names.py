@@ -149,3 +149,14 @@ def test_integral_and_huge_fps_values() -> None:
     assert FrameOptions(frames_per_second=1e16).run_name_options() == ["fps=1e+16"]
     assert FrameOptions(frames_per_second=123456789.0).run_name_options() == ["fps=123456789"]
     assert math.isclose(float(FrameOptions(frames_per_second=1 / 3).run_name_options()[0][4:]), 1 / 3, rel_tol=0)
+
+
+@pytest.mark.parametrize("options", ["", ",decoding=greedy", ",layout=one_message", ",score=expected"])
+def test_a_deployment_helm_generates_routes_and_has_no_twin(options: str) -> None:
+    """HELM builds some deployments from their name's prefix (``openai/gpt-4o``) without registering them."""
+    from helm.benchmark.model_deployment_registry import DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT
+
+    assert "openai/gpt-4o" not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT  # generated on lookup, never registered
+    spec = expand_one(f"roboreward:subset=sim_panda,data=sample{options},model=openai/gpt-4o")
+    assert spec.adapter_spec.model_deployment == "openai/gpt-4o"
+    assert spec.name.startswith("roboreward:subset=sim_panda,data=sample,video=frames") and "decoding" not in spec.name
