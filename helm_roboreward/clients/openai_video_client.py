@@ -126,6 +126,8 @@ class OpenAIVideoClient(CachingClient):
         if over is not None:
             return common.failed_request(over)
 
+        fresh: list[GeneratedOutput] = []
+
         def do_it() -> dict[str, Any]:
             raw = self.client.chat.completions.with_raw_response.create(**make_body())
             response = decode_reply(raw.headers.get("content-type", ""), raw.text)
@@ -133,12 +135,13 @@ class OpenAIVideoClient(CachingClient):
                 from helm_roboreward.clients.logprobs import trim_alternatives
 
                 trim_alternatives(response)  # only digit tokens keep their alternatives in the cache
-            completions_of(response, self.top_logprobs > 0)  # raises before the cache writes it
+            fresh[:] = completions_of(response, self.top_logprobs > 0)  # raises before the cache writes it
             return response
 
         try:
             response, cached = self.cache.get(cache_key, wrap_request_time(do_it))
-            return common.succeeded(response, cached, completions_of(response, self.top_logprobs > 0))
+            completions = completions_of(response, self.top_logprobs > 0) if cached else fresh
+            return common.succeeded(response, cached, completions)
         except (common.UnusableReplyError, openai.APIError) as error:
             from helm_roboreward.clients.reply_errors import request_failure
 
