@@ -18,18 +18,12 @@ from dataclasses import dataclass, field
 
 import cv2
 
+from helm_roboreward.core.files import file_digest, write_atomically
 from helm_roboreward.data.rows import MetadataRow, Rollout
-from helm_roboreward.media.decoding import (
-    decode_frames,
-    encode_jpeg,
-    extract_frames,
-    file_digest,
-    probe_video,
-    to_image,
-    write_atomically,
-)
+from helm_roboreward.media.decoding import encode_jpeg, extract_frames, to_image
 from helm_roboreward.media.frame_cache import frames_directory, frames_key
 from helm_roboreward.media.preparation import PreparationReport, prepare_media
+from helm_roboreward.media.probing import decode_frames, probe_video
 from helm_roboreward.media.verification import cached_entry, read_manifest
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 

@@ -6,7 +6,7 @@ Every official default is declared here once; each option departs from it by nam
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 # --- 1. The dataset and its subsets -------------------------------------------------------------------------
 
@@ -161,11 +161,6 @@ class FrameOptions:
         if not 1 <= self.jpeg_quality <= 100:
             raise ValueError(f"jpeg_quality must be in 1..100, got {self.jpeg_quality!r}")
 
-    @property
-    def is_official(self) -> bool:
-        """True when these options reproduce the official frames."""
-        return self == FrameOptions()
-
     def run_name_options(self) -> list[str]:
         """The non-default options as exact run-name parts, in a fixed order."""
         parts = []
@@ -178,10 +173,6 @@ class FrameOptions:
         if self.max_side:
             parts.append(f"max_side={self.max_side}")
         return parts
-
-    def cache_key_fields(self) -> dict[str, object]:
-        """Every setting that changes the stored frames: every field."""
-        return asdict(self)
 
 
 FRAME_FIELDS = ("frames_per_second", "include_last_frame", "max_frames", "max_side")  # scenario args when not default

@@ -1,6 +1,7 @@
-"""Why a ``roboreward`` run entry is refused before anything runs, and what to do; loaded only to refuse.
+"""Why a ``roboreward`` run entry is refused before anything runs (or runs off the official input), and what to do.
 
-The messages of the checks in :mod:`.run_specs`, :mod:`.routing` and :mod:`.models.lifecycle`, which stay there.
+The messages of the checks in :mod:`.run_specs`, :mod:`.routing`, :mod:`.scenario` and :mod:`.models.lifecycle`,
+which stay there; loaded only to refuse or warn.
 """
 
 from helm_roboreward.models.lifecycle import ALLOW_RETIRED_VARIABLE, Retirement
@@ -40,6 +41,21 @@ def video_not_sendable(deployment: str, client_class: str) -> ValueError:
         f"roboreward: video=native, but model deployment {deployment!r} uses {client_class}, which cannot send video "
         "(HELM would reject or silently drop it). Use video=frames (or video=auto), or a deployment whose client "
         "takes video, e.g. the vLLM deployments in prod_env/.")
+
+
+def frames_not_video(model: str, deployment: str, client_class: str) -> str:
+    """The warning for ``video=auto`` giving frames to a model that officially got the mp4 (its client cannot)."""
+    return (f"RoboReward: {model} officially gets the mp4, but deployment {deployment} uses "
+            f"{client_class.rsplit('.', 1)[-1]}, which cannot send video: it gets frames (not the official input). "
+            "For the mp4, use a deployment whose client sends video (`roboreward models`; the vLLM and transformers "
+            "deployments, or `roboreward add-model --client vllm`).")
+
+
+def unresolved_video(video: str, resolved: tuple[str, ...]) -> ValueError:
+    """A scenario built with ``video=auto`` (or another value): only routing resolves it, per model."""
+    return ValueError(f"video={video!r} reached the scenario unresolved; expected one of {resolved}. video=auto is "
+                      "resolved per model when the run entry names the model (model=<org/name> or --models-to-run) "
+                      "and helm-roboreward is installed; or pass video=frames / video=native explicitly.")
 
 
 def deployment_not_registered(name: str) -> ValueError:

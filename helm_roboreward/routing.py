@@ -37,7 +37,7 @@ class RoutingRequest:
     score: str = protocol.PARSED
     layout: str = protocol.OFFICIAL
     decoding: str = protocol.OFFICIAL
-    entry: int = 0  # the run entry's serial number
+    entry: int = dataclasses.field(default_factory=lambda: next(_ENTRIES))  # the run entry's serial (copies keep it)
     model: str = ""  # '' until HELM's model expander sets one
     deployment: str = ""
     name_prefix: str = ""  # the part of the run name this package wrote; HELM's expanders append theirs
@@ -46,22 +46,6 @@ class RoutingRequest:
         """The departures asked for that twin deployments serve, by run-entry argument."""
         asked = {"layout": self.layout, "decoding": self.decoding, "score": self.score}
         return {option: value for option, value in asked.items() if value not in (protocol.OFFICIAL, protocol.PARSED)}
-
-
-def new_request(**asked: Any) -> RoutingRequest:
-    """The request of one new run entry."""
-    return RoutingRequest(entry=next(_ENTRIES), **asked)
-
-
-@dataclasses.dataclass(frozen=True)
-class Routed:
-    """What routing decides for one run spec."""
-
-    name: str
-    scenario_args: dict[str, Any]
-    deployment: str
-    max_tokens: int
-    request: RoutingRequest
 
 
 def model_takes_video(model: str) -> bool:
@@ -173,16 +157,17 @@ def check_distinct_run_name(model: str) -> None:
 def _check_one_model(request: RoutingRequest, model: str) -> None:
     """Refuse a second model for one entry: a second model expander, or a HELM model group (``model=vlm``)."""
     first = _FIRST_MODEL_OF_ENTRY.setdefault(request.entry, model)
-    if (request.model and request.model != model) or (request.entry and first != model):
+    if (request.model and request.model != model) or first != model:
         from helm_roboreward import refusals
 
         raise refusals.second_model(request.model, model) if request.model else refusals.model_group(first, model)
 
 
-def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], model: str, deployment: str,
-          max_tokens: int) -> Routed:
-    """Resolve a run for ``model`` (and ``deployment``, '' when the entry named none); idempotent on its result."""
-    first = not request.model
+def route(spec: Any) -> dict[str, Any]:
+    """The fields of a ``RoboRewardRunSpec`` that routing settles, once HELM has set its model (and deployment)."""
+    request, adapter, run_name = spec.routing, spec.adapter_spec, spec.name
+    model, deployment, max_tokens = adapter.model, adapter.model_deployment or "", adapter.max_tokens
+    first, base_args = not request.model, dict(spec.scenario_spec.args)
     _check_one_model(request, model)
     check_distinct_run_name(model)
     check_not_retired(model)
@@ -207,15 +192,16 @@ def route(request: RoutingRequest, run_name: str, base_args: dict[str, Any], mod
              "expected_score_coverage 0, and the reward-model statistics use the parsed score")
     mode = choose_video_mode(request.video, model, client.class_name, routed_deployment)
     if first and request.video == AUTO and mode == FRAMES and model_takes_video(model):
-        hwarn(f"RoboReward: {model} officially gets the mp4, but deployment {routed_deployment} uses "
-              f"{client.class_name.rsplit('.', 1)[-1]}, which cannot send video: it gets frames (not the official "
-              "input). For the mp4, use a deployment whose client sends video (`roboreward models`; the vLLM and "
-              "transformers deployments, or `roboreward add-model --client vllm`).")
+        from helm_roboreward.refusals import frames_not_video
+
+        hwarn(frames_not_video(model, routed_deployment, client.class_name))
     if first and needs_reasoning_allowance(model):
         max_tokens += protocol.REASONING_TOKEN_ALLOWANCE
     if not run_name.startswith(request.name_prefix):
         raise ValueError(f"roboreward: run name {run_name!r} no longer starts with {request.name_prefix!r}")
     prefix = run_name_prefix(base_args, request, mode, routed_deployment)
-    routed = dataclasses.replace(request, model=model, deployment=routed_deployment, name_prefix=prefix)
-    return Routed(prefix + run_name[len(request.name_prefix):], scenario_args(base_args, mode, request.frame_options),
-                  routed_deployment, max_tokens, routed)
+    return {"name": prefix + run_name[len(request.name_prefix):],
+            "scenario_spec": dataclasses.replace(spec.scenario_spec,
+                                                 args=scenario_args(base_args, mode, request.frame_options)),
+            "adapter_spec": dataclasses.replace(adapter, model_deployment=routed_deployment, max_tokens=max_tokens),
+            "routing": dataclasses.replace(request, model=model, deployment=routed_deployment, name_prefix=prefix)}

@@ -15,14 +15,12 @@ from helm.benchmark.scenarios.scenario import ScenarioSpec
 from helm_roboreward import protocol
 from helm_roboreward import routing as router
 from helm_roboreward.protocol import AUTO, DATASET_REVISION, MAX_ERROR, OFFICIAL, PARSED, FrameOptions
-from helm_roboreward.routing import RoutingRequest, data_label, revision_label
+from helm_roboreward.routing import RoutingRequest
 
 JOBS_VARIABLE = "ROBOREWARD_JOBS"  # frame-extraction worker processes (default: the CPU count); changes no result
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-
-__all__ = ["RoboRewardRunSpec", "data_label", "get_roboreward_spec", "revision_label"]
 
 
 def parse_flag(name: str, value: str | int | float | bool) -> bool:
@@ -72,14 +70,9 @@ class RoboRewardRunSpec(RunSpec):
         if self.routing is None or not adapter.model or (
                 (self.routing.model, self.routing.deployment) == (adapter.model, adapter.model_deployment)):
             return
-        routed = router.route(self.routing, self.name, dict(self.scenario_spec.args), adapter.model,
-                       adapter.model_deployment or "", adapter.max_tokens)
         # HELM's own RunSpec normalizes its name here too: a frozen dataclass can only be settled in __post_init__.
-        object.__setattr__(self, "name", routed.name)
-        object.__setattr__(self, "scenario_spec", dataclasses.replace(self.scenario_spec, args=routed.scenario_args))
-        object.__setattr__(self, "adapter_spec", dataclasses.replace(adapter, model_deployment=routed.deployment,
-                                                                      max_tokens=routed.max_tokens))
-        object.__setattr__(self, "routing", routed.request)
+        for name, value in router.route(self).items():
+            object.__setattr__(self, name, value)
 
 
 @run_spec_function(router.RUN_SPEC_NAME)
@@ -130,7 +123,7 @@ def get_roboreward_spec(
         base["data"] = data
     if revision != DATASET_REVISION:
         base["revision"] = revision
-    request = router.new_request(video=video, frame_options=options, failed=failed, score=score, layout=layout,
+    request = RoutingRequest(video=video, frame_options=options, failed=failed, score=score, layout=layout,
                           decoding=decoding)
     prefix = router.run_name_prefix(base, request, video, None)
     return RoboRewardRunSpec(

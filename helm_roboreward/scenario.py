@@ -62,10 +62,9 @@ class RoboRewardScenario(Scenario):
         if unknown:
             raise ValueError(f"RoboRewardScenario: unknown argument(s) {', '.join(unknown)}")
         if video not in (FRAMES, NATIVE):
-            raise ValueError(f"video={video!r} reached the scenario unresolved; expected one of {(FRAMES, NATIVE)}. "
-                             "video=auto is resolved per model when the run entry names the model (model=<org/name> "
-                             "or --models-to-run) and helm-roboreward is installed; or pass video=frames / "
-                             "video=native explicitly.")
+            from helm_roboreward.refusals import unresolved_video
+
+            raise unresolved_video(video, (FRAMES, NATIVE))
         self.subset = subset
         self.data = data
         self.revision = revision

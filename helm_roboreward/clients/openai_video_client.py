@@ -2,7 +2,6 @@
 
 import base64
 import hashlib
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -20,8 +19,6 @@ DATA_URL, FILE_URL = "data_url", "file_url"
 DEFAULT_TIMEOUT_SECONDS = 300.0  # one attempt's wait: the protocol's 5,000 tokens at about 17 tokens/s
 DEFAULT_MAX_RETRIES = 2  # after the first attempt: at most about 15 minutes a row
 CONNECT_TIMEOUT_SECONDS = 10.0  # an unreachable server fails fast, a slow answer does not
-TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
-_OBJECT_OR_NULL = (dict, type(None))
 _SDK_LOCK = threading.Lock()
 _SDK_CLIENTS: dict[tuple[Any, ...], Any] = {}
 
@@ -129,6 +126,8 @@ class OpenAIVideoClient(CachingClient):
         fresh: list[GeneratedOutput] = []
 
         def do_it() -> dict[str, Any]:
+            from helm_roboreward.clients.reply_errors import decode_reply
+
             raw = self.client.chat.completions.with_raw_response.create(**make_body())
             response = decode_reply(raw.headers.get("content-type", ""), raw.text)
             if any(choice.get("logprobs") for choice in response["choices"]):
@@ -152,35 +151,13 @@ def _data_url(content_type: str, data: bytes) -> str:
     return f"data:{content_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def usable(reply: Any) -> bool:
-    """Whether a decoded reply can become completions (``reply_errors.reply_problem`` says why it cannot)."""
-    choices = reply.get("choices") if isinstance(reply, dict) else None
-    return isinstance(choices, list) and bool(choices) and isinstance(reply.get("usage"), _OBJECT_OR_NULL) and all(
-        isinstance(choice, dict) and isinstance(choice.get("message"), dict)
-        and isinstance(choice.get("logprobs"), _OBJECT_OR_NULL)
-        and all(isinstance(choice["message"].get(field), (str, type(None))) for field in TEXT_FIELDS)
-        for choice in choices)
-
-
-def decode_reply(content_type: str, text: str) -> dict[str, Any]:
-    """A 200 reply's body as a usable chat completion; :class:`UnusableReplyError` saying why when it is not."""
-    try:
-        reply = json.loads(text)
-    except ValueError:
-        reply = None  # not JSON: the error says so
-    if usable(reply):
-        return dict(reply)
-    from helm_roboreward.clients.reply_errors import unusable_body
-
-    raise unusable_body(content_type, text)
-
-
 def completions_of(response: dict[str, Any], logprobs_requested: bool) -> list[GeneratedOutput]:
     """HELM completions from a response as cached; :class:`UnusableReplyError` when any part cannot be read."""
-    if not usable(response):
-        from helm_roboreward.clients.reply_errors import reply_problem
+    from helm_roboreward.clients.reply_errors import reply_problem  # every reply is checked, cached ones too
 
-        raise common.UnusableReplyError(f"the reply is not a usable chat completion: {reply_problem(response)}")
+    problem = reply_problem(response)
+    if problem is not None:
+        raise common.UnusableReplyError(f"the reply is not a usable chat completion: {problem}")
     try:
         return [completion_from_choice(choice, response.get("usage"), logprobs_requested)
                 for choice in response["choices"]]

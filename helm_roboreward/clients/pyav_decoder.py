@@ -40,7 +40,7 @@ def pyav_video(path: str, video_processor: Any) -> tuple[Any, Any]:
     from av.video.reformatter import VideoReformatter
     from transformers.video_utils import VideoMetadata
 
-    from helm_roboreward.media.decoding import decode_frames
+    from helm_roboreward.media.probing import decode_frames
 
     try:
         probe, duration = scan_like_torchcodec(path)

@@ -1,10 +1,11 @@
-"""Why a chat-completions request failed, in words: its reply unusable, or the server's error; imported only then."""
+"""Whether a chat-completions reply can become completions, and why a request failed, in words (the vLLM client)."""
 
 import json
 from typing import Any
 
 from helm_roboreward.clients.common import UnusableReplyError
-from helm_roboreward.clients.openai_video_client import TEXT_FIELDS
+
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 
 REPLY_QUOTE = 120
 """Characters of an unusable reply quoted in the error."""
@@ -40,6 +41,17 @@ def reply_problem(reply: Any) -> str | None:
     if reply.get("usage") is not None and not isinstance(reply["usage"], dict):
         return f"the reply's usage is {_kind(reply['usage'])}, not an object"
     return None
+
+
+def decode_reply(content_type: str, text: str) -> dict[str, Any]:
+    """A 200 reply's body as a usable chat completion; :class:`UnusableReplyError` saying why when it is not."""
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        reply = None  # not JSON: the error says so
+    if reply_problem(reply) is None:
+        return dict(reply)
+    raise unusable_body(content_type, text)
 
 
 def unusable_body(content_type: str, text: str) -> UnusableReplyError:

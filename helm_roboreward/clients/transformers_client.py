@@ -2,7 +2,6 @@
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
 import threading
@@ -189,8 +188,10 @@ class TransformersQwen3VLClient(CachingClient):
         with loaded.lock:
             inputs = inputs.to(loaded.model.device)
             completions = [self._generate_one(loaded, inputs, request.max_tokens, seed) for seed in seeds]
+        from helm_roboreward.clients.transformers_provenance import generation_provenance
+
         return {"prompt_tokens": int(inputs["input_ids"].shape[1]), "completions": completions,
-                "provenance": self._provenance(loaded, inputs, processor_kwargs)}
+                "provenance": generation_provenance(self, loaded, inputs, processor_kwargs)}
 
     def _generate_one(self, loaded: LoadedModel, inputs: Any, max_new_tokens: int, seed: int) -> dict[str, Any]:
         import torch
@@ -222,27 +223,6 @@ class TransformersQwen3VLClient(CachingClient):
             result["token_logprobs"] = digit_token_logprobs(tokenizer, ids, text, output.logits, self.top_logprobs,
                                                             DECODE)
         return result
-
-    def _provenance(self, loaded: LoadedModel, inputs: Any, processor_kwargs: dict[str, Any]) -> dict[str, Any]:
-        import torch
-
-        config, ids = loaded.model.config, inputs["input_ids"][0].tolist()
-        grids = inputs["video_grid_thw"].tolist() if "video_grid_thw" in inputs else []
-        images = len(inputs["image_grid_thw"]) if "image_grid_thw" in inputs else 0
-        frame_groups = sum(int(t) for t, _, _ in grids)
-        return {
-            "checkpoint": self.checkpoint, "revision": self.revision, "checkpoint_commit": self.commit,
-            "model_class": self.model_class, "dtype": self.dtype, "device": str(loaded.model.device),
-            "attn_implementation": getattr(config, "_attn_implementation", None), "decoding": self.decoding,
-            "transformers_version": importlib.metadata.version("transformers"), "torch_version": torch.__version__,
-            "video_decoder": self.video_decoder if grids else None,
-            "video_decoder_version": self.video_decoder_version if grids else None,
-            "video_frames": frame_groups * int(getattr(loaded.processor.video_processor, "temporal_patch_size", 2)),
-            "video_grid_thw": grids, "video_tokens": ids.count(config.video_token_id),
-            "image_tokens": ids.count(config.image_token_id), "images": images,
-            # transformers 5.x keeps the template's own <|vision_start|>..<|vision_end|> around the per-frame blocks
-            "nested_video_wrapper": ids.count(config.vision_start_token_id) > frame_groups + images,
-            "processor_kwargs": processor_kwargs}
 
 
 def completion_from(generated: dict[str, Any], response: dict[str, Any]) -> GeneratedOutput:

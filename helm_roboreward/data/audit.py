@@ -28,14 +28,16 @@ from helm_roboreward.core.published_split import (
     PUBLISHED_RELABELS_WITHOUT_ORIGINAL,
 )
 from helm_roboreward.data.clusters import cluster_numbers
-from helm_roboreward.data.naming import ARENA_NAME, CLIP_NAME, OXE_EPISODE_NAME
 from helm_roboreward.data.problems import clip_label_problem
 from helm_roboreward.data.rows import (
+    ARENA_NAME,
     CLIP,
+    CLIP_NAME,
     COUNTERFACTUAL,
     KINDS,
     NATURAL,
     ORIGINAL,
+    OXE_EPISODE_NAME,
     DataError,
     MetadataRow,
     cluster_key,

@@ -10,8 +10,14 @@ import re
 from collections.abc import Sequence
 
 from helm_roboreward.core.validation import jsonl_lines, reward_value, task_problem
-from helm_roboreward.data.naming import clip_name_score
-from helm_roboreward.data.rows import JSON_WHITESPACE, DataError, MetadataRow, clip_label_matches, metadata_path
+from helm_roboreward.data.rows import (
+    JSON_WHITESPACE,
+    DataError,
+    MetadataRow,
+    clip_label_matches,
+    clip_name_score,
+    metadata_path,
+)
 from helm_roboreward.protocol import METADATA_FILE, TEST_SPLIT
 
 MAX_REPORTED_PROBLEMS = 20

@@ -1,4 +1,4 @@
-"""Benchmark rows from ``<root>/test/metadata.jsonl``, validated (rules: docs/data.md), with kind and episode."""
+"""Benchmark rows from ``<root>/test/metadata.jsonl``, validated (docs/data.md), with kind, episode and cluster."""
 
 import hashlib
 import json
@@ -7,7 +7,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.data.naming import CLIP_NAME, OXE_EPISODE_NAME, clip_name_score, cluster_of, episode_of
 from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, MAX_SCORE, METADATA_FILE, MIN_SCORE, TEST_SPLIT, subset_info
 
 NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL = "natural", "clip", "counterfactual", "original"
@@ -20,6 +19,35 @@ _PLAIN_FILE_NAME = re.compile(r"[\w-][\w.-]*(?:/[\w-][\w.-]*)+")
 _VISIBLE_ASCII = re.compile(r"[!-~]")
 
 _VALIDATED: dict[tuple[str, bool], tuple[bytes, tuple["MetadataRow", ...]]] = {}  # by file: (SHA-256, rows)
+
+# What a file stem says (docs/protocol.md, "File names"): its episode and cluster, a clip's label.
+CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
+ARENA_NAME = re.compile(r"^(?P<session>.+)_(?P<rollout>[A-Z])_(?P<view>left|right)$")
+CAMERA_VIEW = re.compile(r"^(?P<episode>.+)_(?P<view>left|right)$")
+OXE_EPISODE_NAME = re.compile(r"^(?P<episode>.+_originalsplit_[A-Za-z]+_index_\d+)(?:_(?P<copy>\d+))?$")
+
+
+def clip_name_score(stem: str) -> int | None:
+    """The ``k`` of a clip name ``..._attempt_<m>_score_<k>``, or None for any other name."""
+    clip = CLIP_NAME.match(stem)
+    return int(clip.group("score")) if clip else None
+
+
+def episode_of(stem: str, natural: bool) -> str:
+    """The source episode a file stem belongs to."""
+    if natural:  # <name>_<left|right> is the episode <name> (RoboArena: <uuid>_<letter>)
+        view = CAMERA_VIEW.match(stem)
+        return view.group("episode") if view else stem
+    clip = CLIP_NAME.match(stem)
+    base = clip.group("episode") if clip else stem
+    episode = OXE_EPISODE_NAME.match(base)
+    return episode.group("episode") if episode else base
+
+
+def cluster_of(stem: str, natural: bool) -> str:
+    """The bootstrap cluster of a file stem by its name: a RoboArena session, else its episode."""
+    arena = ARENA_NAME.match(stem) if natural else None
+    return arena.group("session") if arena else episode_of(stem, natural)
 
 
 class DataError(ValueError):
@@ -70,7 +98,7 @@ def infer_kind(row: MetadataRow) -> str:
 
 
 def episode_key(row: MetadataRow) -> str:
-    """The source-episode key, ``<subset>/<episode>`` (rules: ``data/naming.py``)."""
+    """The source-episode key, ``<subset>/<episode>`` (rules: :func:`episode_of`)."""
     return f"{row.subset}/{episode_of(row.stem, subset_info(row.subset).natural)}"
 
 

@@ -52,15 +52,6 @@ class PreparedMedia:
     rebuilt_because: str | None = None  # why an existing cache entry was not trusted and was rebuilt
 
 
-def probe_video(path: str) -> VideoProbe:
-    """Demux a video once (no decoding) to count frames and find keyframes; :class:`VideoError` if it cannot."""
-    try:
-        with av.open(path) as container:
-            return probe_container(path, container)
-    except av.FFmpegError as error:
-        raise VideoError(f"{path}: cannot be read as a video ({error})") from None
-
-
 def probe_container(path: str, container: "av.container.InputContainer") -> VideoProbe:
     """The demux pass on an open container (left at its end); header frame counts can be wrong, packets cannot."""
     if not container.streams.video:
@@ -80,15 +71,9 @@ def probe_container(path: str, container: "av.container.InputContainer") -> Vide
                       tuple(i for i, (_, key) in enumerate(entries) if key) or (0,), tuple(s for s, _ in entries))
 
 
-def decode_frames(path: str, indices: Sequence[int], probe: VideoProbe) -> Iterator[tuple[int, av.VideoFrame]]:
-    """``(index, frame)`` for the wanted presentation-order indices the stream delivers, decoding the least."""
-    with av.open(path) as container:
-        yield from decode_container(container, indices, probe, rewind=False)
-
-
 def decode_container(container: "av.container.InputContainer", indices: Sequence[int], probe: VideoProbe,
                      rewind: bool) -> Iterator[tuple[int, av.VideoFrame]]:
-    """:func:`decode_frames` on an open container; ``rewind`` when a probe already read it to the end."""
+    """``(index, frame)`` of the wanted indices the stream delivers, decoding the least (``rewind``: after a probe)."""
     wanted = sorted(set(indices))
     wanted_stamps = {probe.timestamps[i] for i in wanted if 0 <= i < probe.num_frames}
     index_of = {stamp: i for i, stamp in enumerate(probe.timestamps)}

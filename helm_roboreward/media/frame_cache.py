@@ -3,6 +3,7 @@
 Stamps let a later check (:mod:`~helm_roboreward.media.verification`) trust a file without re-reading it.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,8 +21,8 @@ Manifest = dict[str, Any]  # an entry's frames.json, as decoding.extract_frames 
 
 
 def frames_key(video_sha256: str, options: FrameOptions) -> str:
-    """The content-addressed key of a video's frames: video bytes, every setting, the extractor version."""
-    payload = {"video_sha256": video_sha256, "extractor": EXTRACTOR_VERSION, **options.cache_key_fields()}
+    """The content-addressed key of a video's frames: video bytes, every setting (field), the extractor version."""
+    payload = {"video_sha256": video_sha256, "extractor": EXTRACTOR_VERSION, **dataclasses.asdict(options)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
 

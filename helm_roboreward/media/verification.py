@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass
 from helm_roboreward.core.cache_files import read_json_file
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.media import frame_cache as cache
-from helm_roboreward.media.decoding import PreparedMedia, frames_media, probe_video
+from helm_roboreward.media.decoding import PreparedMedia, frames_media
 from helm_roboreward.media.frame_cache import file_stamp, write_stamps
+from helm_roboreward.media.probing import probe_video
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 
 FRAME_NAME = re.compile(r"\d{4,}\.jpg")

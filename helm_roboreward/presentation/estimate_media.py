@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import av
 
 from helm_roboreward.core.request_limits import RequestLimits
-from helm_roboreward.media.decoding import VideoError, decode_frames, encode_jpeg, probe_video, to_image
+from helm_roboreward.media.decoding import VideoError, encode_jpeg, to_image
+from helm_roboreward.media.probing import decode_frames, probe_video
 from helm_roboreward.protocol import FrameOptions, scaled_size, select_frame_indices
 
 NATIVE = "native"

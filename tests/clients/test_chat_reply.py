@@ -6,8 +6,7 @@ from typing import Any
 import pytest
 
 from helm_roboreward.clients.common import UnusableReplyError
-from helm_roboreward.clients.openai_video_client import decode_reply, usable
-from helm_roboreward.clients.reply_errors import reply_problem
+from helm_roboreward.clients.reply_errors import decode_reply, reply_problem
 from tests.helpers.fakes.openai_chat import MALFORMED_BODIES
 
 
@@ -49,7 +48,7 @@ def test_the_error_quotes_the_start_of_the_reply() -> None:
     {**reply(content="ANSWER: 1"), "usage": {"prompt_tokens": 1}},
 ])
 def test_usable_replies_pass(good: dict[str, Any]) -> None:
-    assert reply_problem(good) is None and usable(good)
+    assert reply_problem(good) is None
     assert decode_reply("application/json", json.dumps(good)) == good
 
 
@@ -73,4 +72,3 @@ def test_unusable_shapes_are_named(broken: Any, reason: str) -> None:
     decoded = json.loads(broken) if isinstance(broken, str) else broken
     problem = reply_problem(decoded)
     assert problem is not None and reason in problem
-    assert not usable(decoded)  # the check every reply passes agrees with the words saying why

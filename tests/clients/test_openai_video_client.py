@@ -708,10 +708,12 @@ print(json.dumps(sorted(name for name in sys.modules if name.startswith("helm_ro
 
 
 def test_a_default_request_loads_only_the_request_path(leaky_video: Path) -> None:
-    """What the default request needs is in the modules HELM names and ``common``; each extra loads when used."""
+    """A default request loads the modules HELM names, ``common`` and the reply check (integrity every reply passes);
+    each other extra (limits, file transport, log-probabilities, failure messages) loads when used."""
     done = subprocess.run([sys.executable, "-c", _DEFAULT_REQUEST, str(leaky_video)], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == [
         "helm_roboreward.clients", "helm_roboreward.clients.common",
-        "helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.transformers_client"]
+        "helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.reply_errors",
+        "helm_roboreward.clients.transformers_client"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import av
 import pytest
 
+from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.rows import (
     CLIP,
     COUNTERFACTUAL,
@@ -25,7 +26,7 @@ from helm_roboreward.data.rows import (
     select_rows,
 )
 from helm_roboreward.data.sources import DataSource, resolve_data_source, sample_root
-from helm_roboreward.media.decoding import file_digest, probe_video
+from helm_roboreward.media.probing import probe_video
 from helm_roboreward.protocol import SAMPLE_SUBSET_IDS, select_frame_indices
 from helm_roboreward.scenario import instance_id
 from tests.helpers.sample import distinct_videos, documented_counts, kind_of, rows_of, sample_rows, sample_subsets

@@ -1,11 +1,11 @@
-"""The naming rules (data/naming.py): episodes, clusters and clip scores from the real split's file names."""
+"""The naming rules (data/rows.py): episodes, clusters and clip scores from the real split's file names."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from helm_roboreward.data.audit import FALLBACK, OXE_CLIP, OXE_EPISODE, ROBOARENA, name_pattern
-from helm_roboreward.data.naming import clip_name_score, cluster_of, episode_of
+from helm_roboreward.data.rows import clip_name_score, cluster_of, episode_of
 
 UUID = "31e1e892-96b7-42f0-9c0e-c06f70e8f585"
 

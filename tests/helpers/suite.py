@@ -99,7 +99,7 @@ LEAK_MODELS = [
 
 
 def leak_run_name(model: LeakModel, data: Path) -> str:
-    from helm_roboreward.run_specs import data_label  # HELM: only when a test reads the leak runs
+    from helm_roboreward.routing import data_label  # HELM: only when a test reads the leak runs
 
     return f"roboreward:subset=all,data={data_label(str(data))},video={model.mode},model={model.run_model}"
 

@@ -26,9 +26,10 @@ import pytest
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.data.rows import load_rollouts
 from helm_roboreward.media.copies import copy_location, remux_without_metadata, store_video, unsafe_metadata
-from helm_roboreward.media.decoding import PreparedMedia, extract_frames, probe_video
+from helm_roboreward.media.decoding import PreparedMedia, extract_frames
 from helm_roboreward.media.frame_cache import MANIFEST_FILE, frames_directory, frames_key
 from helm_roboreward.media.preparation import FRAMES_FOLDER, prepare_media
+from helm_roboreward.media.probing import probe_video
 from helm_roboreward.media.problems import failures_by_row, rebuilt_summary
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers.harness import PROD_ENV, SAMPLE, TIMEOUT, cli

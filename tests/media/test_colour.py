@@ -7,6 +7,7 @@ here with PyAV, on every tag a robot dataset's mp4 can carry; the comparison is 
 pixels at the official frame indices, hence byte-identical JPEGs.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,15 +21,9 @@ import pytest
 from PIL import Image
 
 from helm_roboreward.core.files import file_digest
-from helm_roboreward.media.decoding import (
-    PreparedMedia,
-    decode_frames,
-    encode_jpeg,
-    extract_frames,
-    probe_video,
-    to_image,
-)
+from helm_roboreward.media.decoding import PreparedMedia, encode_jpeg, extract_frames, to_image
 from helm_roboreward.media.frame_cache import EXTRACTOR_VERSION, MANIFEST_FILE, frames_directory, frames_key
+from helm_roboreward.media.probing import decode_frames, probe_video
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers import videos
 
@@ -109,7 +104,7 @@ def test_frames_of_the_tag_honouring_extractor_are_never_served(tmp_path: Path) 
     path = videos.make_video(tmp_path / "bt709.mp4", 25, fps=10, width=96, height=64, colour=True,
                              colour_tag=BT709, colour_range=LIMITED)
     digest = file_digest(str(path))
-    payload = {"video_sha256": digest, "extractor": "1", **OFFICIAL.cache_key_fields()}
+    payload = {"video_sha256": digest, "extractor": "1", **dataclasses.asdict(OFFICIAL)}
     old_key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:32]
     assert EXTRACTOR_VERSION != "1" and frames_key(digest, OFFICIAL) != old_key
     cache = tmp_path / "frames"

@@ -19,16 +19,10 @@ from PIL import Image
 import helm_roboreward.media.decoding as extraction
 from helm_roboreward.core.files import file_digest
 from helm_roboreward.media import short_streams, verification
-from helm_roboreward.media.decoding import (
-    PreparedMedia,
-    VideoError,
-    decode_frames,
-    encode_jpeg,
-    extract_frames,
-    probe_video,
-)
+from helm_roboreward.media.decoding import PreparedMedia, VideoError, encode_jpeg, extract_frames
 from helm_roboreward.media.frame_cache import MANIFEST_FILE, STAMP_FILE, frames_directory, frames_key
 from helm_roboreward.media.maintenance import remove_unlisted_frames
+from helm_roboreward.media.probing import decode_frames, probe_video
 from helm_roboreward.protocol import FrameOptions, select_frame_indices
 from tests.helpers import videos
 
@@ -369,8 +363,8 @@ def test_cache_hit_does_no_decoding(clip73: Path, tmp_path: Path, monkeypatch: p
     def boom(*args: object, **kwargs: object) -> Iterator:
         raise AssertionError("a cache hit must not touch the video")
 
-    monkeypatch.setattr(extraction, "decode_frames", boom)
-    monkeypatch.setattr(extraction, "probe_video", boom)
+    monkeypatch.setattr(extraction, "decode_container", boom)
+    monkeypatch.setattr(extraction, "probe_container", boom)
     monkeypatch.setattr(verification, "probe_video", boom)
     monkeypatch.setattr(short_streams, "count_decodable_frames", boom)
     monkeypatch.setattr(av, "open", boom)

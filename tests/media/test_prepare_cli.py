@@ -44,8 +44,8 @@ def test_helm_run_scenario_after_prepare_decodes_nothing(tmp_path, monkeypatch):
     def no_decoding(*args, **kwargs):
         raise AssertionError("decoded a video after prepare")
 
-    monkeypatch.setattr(extraction, "probe_video", no_decoding)
-    monkeypatch.setattr(extraction, "decode_frames", no_decoding)
+    monkeypatch.setattr(extraction, "probe_container", no_decoding)
+    monkeypatch.setattr(extraction, "decode_container", no_decoding)
     monkeypatch.setattr(extraction.av, "open", no_decoding)  # every decode path opens the video
     scenario = RoboRewardScenario(subset="sim_kuka", data="sample", video="frames", include_last_frame=True)
     instances = scenario.get_instances(cli.scenario_media_dir(str(out)))

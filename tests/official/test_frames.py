@@ -89,16 +89,17 @@ def test_final_frame_not_forced_in_by_default() -> None:
 
 
 def test_default_options_are_official() -> None:
-    assert OFFICIAL.is_official
+    """The defaults are the official rule, and the run name names every departure from it."""
     assert OFFICIAL.frames_per_second == 1.0
     assert OFFICIAL.include_last_frame is False
     assert OFFICIAL.max_frames == 0
     assert OFFICIAL.max_side == 0
-    assert not FrameOptions(include_last_frame=True).is_official
-    assert not FrameOptions(max_frames=8).is_official
-    assert not FrameOptions(max_side=512).is_official
-    assert not FrameOptions(frames_per_second=2.0).is_official
-    assert FrameOptions(frames_per_second=1).is_official
+    assert OFFICIAL.run_name_options() == []
+    assert FrameOptions(include_last_frame=True).run_name_options() == ["last_frame=1"]
+    assert FrameOptions(max_frames=8).run_name_options() == ["max_frames=8"]
+    assert FrameOptions(max_side=512).run_name_options() == ["max_side=512"]
+    assert FrameOptions(frames_per_second=2.0).run_name_options() == ["fps=2"]
+    assert FrameOptions(frames_per_second=1) == OFFICIAL  # an int rate is the official one
 
 
 # --------------------------------------------------------------------------- include_last_frame
@@ -213,9 +214,11 @@ def test_frame_options_valid_edges(kwargs: dict) -> None:
     FrameOptions(**kwargs)
 
 
-def test_cache_key_fields_cover_every_setting() -> None:
-    fields = FrameOptions().cache_key_fields()
-    assert set(fields) == {"frames_per_second", "include_last_frame", "max_frames", "max_side", "jpeg_quality"}
+def test_the_frame_cache_key_covers_every_setting() -> None:
+    from helm_roboreward.media.frame_cache import frames_key
+
+    assert set(vars(FrameOptions())) == {"frames_per_second", "include_last_frame", "max_frames", "max_side",
+                                         "jpeg_quality"}
     variants = [
         FrameOptions(),
         FrameOptions(frames_per_second=2.0),
@@ -224,7 +227,7 @@ def test_cache_key_fields_cover_every_setting() -> None:
         FrameOptions(max_side=64),
         FrameOptions(jpeg_quality=80),
     ]
-    assert len({tuple(sorted(v.cache_key_fields().items())) for v in variants}) == len(variants)
+    assert len({frames_key("0" * 64, options) for options in variants}) == len(variants)
 
 
 # --------------------------------------------------------------------------- properties

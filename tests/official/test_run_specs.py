@@ -29,7 +29,8 @@ from helm.common.object_spec import create_object, parse_object_spec
 import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
 from helm_roboreward import routing
 from helm_roboreward.protocol import NATIVE_VIDEO_TAG, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS
-from helm_roboreward.run_specs import data_label, get_roboreward_spec
+from helm_roboreward.routing import data_label
+from helm_roboreward.run_specs import get_roboreward_spec
 from helm_roboreward.scenario import RoboRewardScenario
 
 GPT5_MINI = "openai/gpt-5-mini-2025-08-07"

@@ -7,6 +7,7 @@ is not in the runs; it is taken from the data copy they read: the Hugging Face c
 commit (``data=hf``), the bundled sample, or the local copy (whose recorded revision must still match it).
 """
 
+import dataclasses
 import fnmatch
 import json
 import os
@@ -139,7 +140,7 @@ def run_departures(run_spec: Mapping[str, Any]) -> list[str]:
         departures.append(f"video={mode} (official: {official_mode})")
     if mode == FRAMES:
         options = routing.get("frame_options") or {}
-        defaults = FrameOptions().cache_key_fields()
+        defaults = dataclasses.asdict(FrameOptions())
         departures += [f"{name}={options[name]} (official: {value})" for name, value in defaults.items()
                        if name in options and options[name] != value]
     departures += [f"{name}={routing[name]} (official: {value})" for name, value in _ROUTING_DEFAULTS.items()

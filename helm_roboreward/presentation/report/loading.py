@@ -16,7 +16,7 @@ from typing import Any
 
 from helm_roboreward.core.record import InstanceRecord
 from helm_roboreward.core.stats import subset_mae
-from helm_roboreward.data.naming import cluster_of
+from helm_roboreward.data.rows import cluster_of
 from helm_roboreward.data.sources import HUB
 from helm_roboreward.media.containment import is_inside
 from helm_roboreward.presentation.report.errors import ReportError
