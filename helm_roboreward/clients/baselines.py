@@ -2,11 +2,10 @@
 
 import hashlib
 import os
-from typing import Any
+import time
 
-from helm.clients.client import CachingClient
-from helm.common.cache import CacheConfig
-from helm.common.request import GeneratedOutput, Request, RequestResult, Token, wrap_request_time
+from helm.clients.client import Client
+from helm.common.request import GeneratedOutput, Request, RequestResult, Token
 
 from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
 
@@ -21,33 +20,32 @@ def request_fingerprint(request: Request) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
 
-class _ScoreClient(CachingClient):
-    """Answers ``ANSWER: <score>`` without looking at the media, through HELM's request cache."""
+class _ScoreClient(Client):
+    """Answers ``ANSWER: <score>`` without looking at the media.
 
-    identity: dict[str, Any]  # what the cache key holds of the client
+    Not through HELM's request cache: the answer is a function of the request, made in microseconds, while a cached
+    request opens HELM's SQLite store anew (about 1.3 ms, a third of a leaderboard-sized helm-run: docs/scale.md).
+    """
 
     def _answer(self, request: Request) -> int:
         raise NotImplementedError
 
     def make_request(self, request: Request) -> RequestResult:
         """Answer ``ANSWER: <score>`` for every completion asked."""
-        key = {**self.identity, "prompt": request_fingerprint(request), "n": request.num_completions}
-        response, cached = self.cache.get(CachingClient.make_cache_key(key, request), wrap_request_time(
-            lambda: {"completions": [f"ANSWER: {self._answer(request)}"] * request.num_completions}))
-        completions = [GeneratedOutput(text, 0.0, [Token(text, 0.0)]) for text in response["completions"]]
-        return RequestResult(success=True, cached=cached, request_time=response["request_time"],
-                             request_datetime=response.get("request_datetime"), completions=completions, embedding=[])
+        started = time.time()
+        text = f"ANSWER: {self._answer(request)}"
+        completions = [GeneratedOutput(text, 0.0, [Token(text, 0.0)]) for _ in range(request.num_completions)]
+        return RequestResult(success=True, cached=False, request_time=time.time() - started,
+                             request_datetime=int(started), completions=completions, embedding=[])
 
 
 class ConstantScoreClient(_ScoreClient):
     """Always answers the same progress score (``score``, 1..5)."""
 
-    def __init__(self, cache_config: CacheConfig, score: int = 3) -> None:
-        super().__init__(cache_config=cache_config)
+    def __init__(self, score: int = 3) -> None:
         if not MIN_SCORE <= int(score) <= MAX_SCORE:
             raise ValueError(f"ConstantScoreClient: score must be in {MIN_SCORE}..{MAX_SCORE}, got {score!r}")
         self.score = int(score)
-        self.identity = {"baseline": "constant", "score": self.score}
 
     def _answer(self, request: Request) -> int:
         return self.score
@@ -56,10 +54,8 @@ class ConstantScoreClient(_ScoreClient):
 class RandomScoreClient(_ScoreClient):
     """A uniformly random score, seeded by ``seed`` and the request's content: the same request, the same answer."""
 
-    def __init__(self, cache_config: CacheConfig, seed: int = 0) -> None:
-        super().__init__(cache_config=cache_config)
+    def __init__(self, seed: int = 0) -> None:
         self.seed = int(seed)
-        self.identity = {"baseline": "uniform_random", "seed": self.seed}
 
     def _answer(self, request: Request) -> int:
         digest = hashlib.sha256(f"{self.seed}:{request_fingerprint(request)}".encode()).digest()
