@@ -7,7 +7,7 @@ as a user runs them:
 - ``roboreward import-lerobot <ds> --out <copy> --labels-from next.success`` (decode AV1, cut by timestamps,
   encode H.264 per episode), cold, then again (the same import: found, nothing written);
 - ``roboreward label <ds> --model baseline/constant-3 --out <dir>`` (an unlabelled working copy, helm-run, the
-  outputs), cold, then again (working copy and HELM's request cache reused);
+  outputs), cold, then again (working copy reused; the baseline uses no request cache);
 - optionally ``--prefix K``: the same in prefix mode (K clips per episode, the per-frame progress parquet).
 
     python benchmarks/lerobot_import.py [--episodes 50] [--frames 60] [--fps 30] [--size 160x120] [--prefix 4]

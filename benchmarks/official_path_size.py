@@ -4,7 +4,9 @@ Runs README's default ``helm-run`` in a fresh process (the constant baseline on 
 ``roboreward:subset=sim_panda,data=sample,model=baseline/constant-3``), then imports the two clients of the
 official path (the vLLM video client and the in-process Qwen3-VL client) and lists every module of
 ``helm_roboreward`` in ``sys.modules``, with its lines (``wc -l``). Prints one table per stage, by package, and
-the totals. The goal (issue "The protocol you can read"): at most 2,500 lines with both official clients.
+the totals. The goal (issue "The protocol you can read"): at most 2,500 lines with both official clients. It also
+prints the integrity modules those clients load with their first request (``FIRST_REQUEST_MODULES``), and the total
+with them.
 
     python benchmarks/official_path_size.py                  # this checkout
     python benchmarks/official_path_size.py --checkout DIR   # another checkout (e.g. a git worktree of main~N)
@@ -26,6 +28,12 @@ REPO = Path(__file__).resolve().parents[1]
 ENTRY = "roboreward:subset=sim_panda,data=sample,model=baseline/constant-3"
 OFFICIAL_CLIENTS = ("helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.transformers_client")
 GOAL_LINES = 2500
+# Integrity code the official clients import with their first request, not at import: not in the goal's count
+# (a default run imports the clients but sends them nothing), printed beside it.
+FIRST_REQUEST_MODULES = {
+    "helm_roboreward.clients.reply_check": "the reply check every vLLM reply passes (fresh or cached)",
+    "helm_roboreward.clients.transformers_provenance": "what every in-process generation records",
+}
 
 # Runs inside the measured process: helm-run as its console script does, then the loaded package modules.
 _PROBE = r"""
@@ -107,6 +115,13 @@ def main() -> None:
     total = sum(loaded["clients"].values())
     print(f"lines with both official clients: {total} (goal at most {GOAL_LINES}: "
           f"{'met' if total <= GOAL_LINES else f'{total / GOAL_LINES:.2f}x the goal'})")
+    first_request = {name: (options.checkout.resolve() / (name.replace(".", "/") + ".py"))
+                     for name in FIRST_REQUEST_MODULES if name not in loaded["clients"]}
+    counted = {name: path.read_bytes().count(b"\n") for name, path in first_request.items() if path.exists()}
+    for name, lines in counted.items():
+        print(f"  + {lines:>4}  {name}: {FIRST_REQUEST_MODULES[name]}, loaded with the first request")
+    if counted:
+        print(f"with a first request through each official client: {total + sum(counted.values())} lines")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,12 @@ direct's p50 (p95). Goal (issue 28): at least 0.9x the ideal; added p50 at most 
 
 With ``--label-episodes N`` it times ``roboreward label --model baseline/constant-3`` instead, on a LeRobot v3.0
 dataset of N episodes (the layout writer of tests/helpers/lerobot_datasets.py): cold (a fresh request cache and
-working folder), then again (the copy, the media and every answer reused). With ``--label-baseline DIR`` (the
+working folder), then again (the copy and the media reused; the offline baseline computes its answers again, it
+uses no request cache). With ``--label-baseline DIR`` (the
 package before label moved onto the reward API, e.g. ``git archive a76a811 helm_roboreward | tar -x -C DIR``), the
 same command of that version runs first, cold and again, with ``PYTHONPATH=DIR`` (import, ``helm-run`` in a
-pseudo-terminal subprocess, outputs), and today's label then reruns into its ``--out`` and ``--local-path``: the
-requests it answers from the cache the old path wrote.
+pseudo-terminal subprocess, outputs), and today's label then reruns into its ``--out`` and ``--local-path`` (a
+model served over HTTP would answer from the cache the old path wrote; the baseline, which uses none, recomputes).
 
     python benchmarks/reward_api.py [--latencies 0.5 2] [--callers 1 8 32] [--rounds 4] [--quick]
     python benchmarks/reward_api.py --label-episodes 200 [--label-baseline DIR]

@@ -24,7 +24,7 @@ class _ScoreClient(Client):
     """Answers ``ANSWER: <score>`` without looking at the media.
 
     Not through HELM's request cache: the answer is a function of the request, made in microseconds, while a cached
-    request opens HELM's SQLite store anew (about 1.3 ms, a third of a leaderboard-sized helm-run: docs/clients.md).
+    request opens HELM's SQLite store anew (about 1.3 ms, about 40% of a leaderboard-sized helm-run: docs/clients.md).
     """
 
     def _answer(self, request: Request) -> int:

@@ -126,7 +126,7 @@ class OpenAIVideoClient(CachingClient):
         fresh: list[GeneratedOutput] = []
 
         def do_it() -> dict[str, Any]:
-            from helm_roboreward.clients.reply_errors import decode_reply
+            from helm_roboreward.clients.reply_check import decode_reply
 
             raw = self.client.chat.completions.with_raw_response.create(**make_body())
             response = decode_reply(raw.headers.get("content-type", ""), raw.text)
@@ -153,7 +153,7 @@ def _data_url(content_type: str, data: bytes) -> str:
 
 def completions_of(response: dict[str, Any], logprobs_requested: bool) -> list[GeneratedOutput]:
     """HELM completions from a response as cached; :class:`UnusableReplyError` when any part cannot be read."""
-    from helm_roboreward.clients.reply_errors import reply_problem  # every reply is checked, cached ones too
+    from helm_roboreward.clients.reply_check import reply_problem  # every reply is checked, cached ones too
 
     problem = reply_problem(response)
     if problem is not None:

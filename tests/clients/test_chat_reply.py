@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from helm_roboreward.clients.common import UnusableReplyError
-from helm_roboreward.clients.reply_errors import decode_reply, reply_problem
+from helm_roboreward.clients.reply_check import decode_reply, reply_problem
 from tests.helpers.fakes.openai_chat import MALFORMED_BODIES
 
 

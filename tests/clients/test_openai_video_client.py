@@ -715,5 +715,5 @@ def test_a_default_request_loads_only_the_request_path(leaky_video: Path) -> Non
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == [
         "helm_roboreward.clients", "helm_roboreward.clients.common",
-        "helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.reply_errors",
+        "helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.reply_check",
         "helm_roboreward.clients.transformers_client"]
