@@ -15,6 +15,7 @@ from typing import Any
 
 from helm.benchmark import model_deployment_registry as deployments
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA, model_has_tag
+from helm.benchmark.run_spec import RunSpec
 from helm.common.hierarchical_logger import hlog, hwarn
 
 from helm_roboreward import protocol
@@ -163,9 +164,9 @@ def _check_one_model(request: RoutingRequest, model: str) -> None:
         raise refusals.second_model(request.model, model) if request.model else refusals.model_group(first, model)
 
 
-def route(spec: Any) -> dict[str, Any]:
-    """The fields of a ``RoboRewardRunSpec`` that routing settles, once HELM has set its model (and deployment)."""
-    request, adapter, run_name = spec.routing, spec.adapter_spec, spec.name
+def route(spec: RunSpec, request: RoutingRequest) -> dict[str, Any]:
+    """The fields of a ``RoboRewardRunSpec`` (``request``: its routing) settled once HELM has set its model."""
+    adapter, run_name = spec.adapter_spec, spec.name
     model, deployment, max_tokens = adapter.model, adapter.model_deployment or "", adapter.max_tokens
     first, base_args = not request.model, dict(spec.scenario_spec.args)
     _check_one_model(request, model)

@@ -71,7 +71,7 @@ class RoboRewardRunSpec(RunSpec):
                 (self.routing.model, self.routing.deployment) == (adapter.model, adapter.model_deployment)):
             return
         # HELM's own RunSpec normalizes its name here too: a frozen dataclass can only be settled in __post_init__.
-        for name, value in router.route(self).items():
+        for name, value in router.route(self, self.routing).items():
             object.__setattr__(self, name, value)
 
 
