@@ -26,13 +26,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRY = "roboreward:subset=sim_panda,data=sample,model=baseline/constant-3"
-OFFICIAL_CLIENTS = ("helm_roboreward.clients.openai_video_client", "helm_roboreward.clients.transformers_client")
+OFFICIAL_CLIENTS = ("helm_roboreward.helm_frontend.clients.openai_video_client",
+                    "helm_roboreward.helm_frontend.clients.transformers_client")
 GOAL_LINES = 2500
 # Integrity code the official clients import with their first request, not at import: not in the goal's count
 # (a default run imports the clients but sends them nothing), printed beside it.
 FIRST_REQUEST_MODULES = {
-    "helm_roboreward.clients.reply_check": "the reply check every vLLM reply passes (fresh or cached)",
-    "helm_roboreward.clients.transformers_provenance": "what every in-process generation records",
+    "helm_roboreward.helm_frontend.clients.chat_replies": "the reply check every vLLM reply passes (fresh or cached)",
+    "helm_roboreward.helm_frontend.clients.transformers_client": "what every in-process generation records",
 }
 
 # Runs inside the measured process: helm-run as its console script does, then the loaded package modules.
@@ -81,7 +82,7 @@ def measure(checkout: Path, work: Path) -> dict[str, dict[str, int]]:
 
 
 def package_of(module: str) -> str:
-    """``helm_roboreward.media.decoding`` -> ``media``; top-level modules -> ``(top level)``."""
+    """``helm_roboreward.protocol.video_decoding`` -> ``media``; top-level modules -> ``(top level)``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 2 else "(top level)"
 

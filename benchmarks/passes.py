@@ -18,14 +18,18 @@ from dataclasses import dataclass, field
 
 import cv2
 
-from helm_roboreward.core.files import file_digest, write_atomically
-from helm_roboreward.data.rows import MetadataRow, Rollout
-from helm_roboreward.media.decoding import encode_jpeg, extract_frames, to_image
-from helm_roboreward.media.frame_cache import frames_directory, frames_key
-from helm_roboreward.media.preparation import PreparationReport, prepare_media
-from helm_roboreward.media.probing import decode_frames, probe_video
-from helm_roboreward.media.verification import cached_entry, read_manifest
-from helm_roboreward.protocol import FrameOptions, select_frame_indices
+from helm_roboreward.protocol.frame_cache import (
+    cached_entry,
+    extract_frames,
+    frames_directory,
+    frames_key,
+    read_manifest,
+)
+from helm_roboreward.protocol.media_preparation import PreparationReport, prepare_media
+from helm_roboreward.protocol.rows import MetadataRow, Rollout
+from helm_roboreward.protocol.rules import FrameOptions, select_frame_indices
+from helm_roboreward.protocol.safe_files import file_digest, write_atomically
+from helm_roboreward.protocol.video_decoding import decode_frames, encode_jpeg, probe_video, to_image
 
 OPTIONS = FrameOptions()
 """The official rule: 1 frame per second from frame 0, native size, JPEG quality 95."""

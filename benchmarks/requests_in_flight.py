@@ -100,7 +100,7 @@ def _client_classes() -> dict[str, type]:
     from helm.common.cache import Cache, SqliteCacheConfig  # noqa: TID251 (a benchmark of HELM's request path)
     from openai import OpenAI
 
-    from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
+    from helm_roboreward.helm_frontend.clients.openai_video_client import OpenAIVideoClient
 
     class HelmCacheSharedSdkClient(OpenAIVideoClient):
         """The package's client with HELM's own cache (the SDK client as the package builds it: shared)."""
@@ -142,7 +142,7 @@ def __getattr__(name: str) -> Any:
 
 def _declare_video_clients() -> None:
     """Let the routing send the mp4 to the variant classes (it sends it only to client classes it knows)."""
-    from helm_roboreward import routing
+    from helm_roboreward.helm_frontend import routing
 
     routing.VIDEO_CLIENT_CLASSES += tuple(f"{__name__}.{v.class_name}" for v in VARIANTS.values())
 
@@ -422,7 +422,7 @@ def package_client(path: str, base_url: str, cache_path: Path, eager: bool) -> A
     import yaml
     from helm.common.cache import SqliteCacheConfig  # noqa: TID251
 
-    from helm_roboreward.clients.openai_video_client import OpenAIVideoClient
+    from helm_roboreward.helm_frontend.clients.openai_video_client import OpenAIVideoClient
 
     class EagerBodyClient(OpenAIVideoClient):
         def _prepare(self, request: Any) -> Any:

@@ -28,7 +28,7 @@ from pathlib import Path
 from summarize_full_size import local_path
 from warm_leaderboard import build_copy
 
-from helm_roboreward.protocol import OFFICIAL_SUBSETS
+from helm_roboreward.protocol.rules import OFFICIAL_SUBSETS
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from warm_leaderboard import build_copy
 
-from helm_roboreward.protocol import OFFICIAL_SUBSETS
+from helm_roboreward.protocol.rules import OFFICIAL_SUBSETS
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -53,7 +53,7 @@ def local_path(folder: Path, models: int) -> Path:
                      "    creator_organization_name: bench\n    access: open\n    release_date: null\n"
                      "    tags: [VISION_LANGUAGE_MODEL_TAG, UNSUPPORTED_MODEL_TAG]\n")
         deployments += (f"\n  - name: {name}\n    model_name: {name}\n    client_spec:\n      class_name: "
-                        "\"helm_roboreward.clients.baselines.ConstantScoreClient\"\n")
+                        "\"helm_roboreward.helm_frontend.clients.baselines.ConstantScoreClient\"\n")
     (folder / "model_metadata.yaml").write_text(metadata, encoding="utf-8")
     (folder / "model_deployments.yaml").write_text(deployments, encoding="utf-8")
     return folder
@@ -124,7 +124,7 @@ def main() -> int:
               f"{time.perf_counter() - started:.0f} s")
     summarize = [str(BIN / "helm-summarize"), "--suite", suite, "--schema-path", str(REPO / "static" /
                  "schema_roboreward.yaml"), "--local-path", str(local), "--output-path", "benchmark_output",
-                 "--summarizer-class-name", "helm_roboreward.summarizer.RoboRewardSummarizer"]
+                 "--summarizer-class-name", "helm_roboreward.helm_frontend.summarizer.RoboRewardSummarizer"]
     rows = []
     for label, extra in (("helm-summarize (default --num-threads 8)", []),
                          ("helm-summarize --num-threads 1", ["--num-threads", "1"])):

@@ -30,7 +30,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from helm_roboreward.protocol import OFFICIAL_SUBSETS
+from helm_roboreward.protocol.rules import OFFICIAL_SUBSETS
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

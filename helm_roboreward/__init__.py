@@ -3,7 +3,8 @@
 Importing the package loads no HELM: the protocol's pure functions, and the reward API on first use.
 """
 
-from helm_roboreward.protocol import (
+from helm_roboreward.protocol import __version__
+from helm_roboreward.protocol.rules import (
     DATASET_ID,
     DATASET_REVISION,
     OFFICIAL_SUBSETS,
@@ -14,8 +15,6 @@ from helm_roboreward.protocol import (
     score_prediction,
     select_frame_indices,
 )
-
-__version__ = "0.1.0"
 
 __all__ = ["DATASET_ID", "DATASET_REVISION", "OFFICIAL_SUBSETS", "PROMPT_VERSION", "FrameOptions", "build_prompt",
            "parse_progress_score", "score_prediction", "select_frame_indices", "__version__", "Reward", "RewardModel"]

@@ -12,9 +12,22 @@ import os
 import sys
 from collections.abc import Sequence
 
-from helm_roboreward.presentation.estimate import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
-from helm_roboreward.presentation.report.command import add_report_options, run_report
-from helm_roboreward.protocol import DATASET_REVISION, OFFICIAL_FRAMES_PER_SECOND, FrameOptions
+from helm_roboreward.model_tools.cost_estimate import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
+from helm_roboreward.protocol.data_sources import resolve_data_source
+from helm_roboreward.protocol.media_preparation import failures_by_row, prepare_media, rebuilt_summary
+from helm_roboreward.protocol.rows import DataError, collect_rollouts, load_rollouts
+from helm_roboreward.protocol.rules import DATASET_REVISION, OFFICIAL_FRAMES_PER_SECOND, FrameOptions, build_prompt
+from helm_roboreward.protocol.safe_files import require_inside, write_atomically
+from helm_roboreward.protocol.split_audit import KIND_COLUMNS, LEGEND, NUMERIC_COLUMNS, SUBSET_COLUMNS, audit_copy
+from helm_roboreward.protocol.video_decoding import VideoError
+from helm_roboreward.results.media_export import export_media
+from helm_roboreward.results.project_files import ExistingFilesError, subsets_of_local_copy, write_project_files
+from helm_roboreward.results.publish.publish_command import add_publish_options, run_publish
+from helm_roboreward.results.report.report_command import add_report_options, run_report
+from helm_roboreward.results.schema import local_subsets
+from helm_roboreward.results.terminal_leaderboard import main as leaderboard_main
+from helm_roboreward.reward.serve_command import add_serve_arguments
+from helm_roboreward.robot_data.lerobot_commands import add_robot_data_commands
 
 SCENARIO_NAME = "roboreward"
 EXIT_FAILURES = 1
@@ -44,11 +57,6 @@ def add_frame_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from helm_roboreward.data.rows import collect_rollouts
-    from helm_roboreward.data.sources import resolve_data_source
-    from helm_roboreward.media.containment import require_inside
-    from helm_roboreward.media.preparation import prepare_media
-    from helm_roboreward.media.problems import failures_by_row, rebuilt_summary
 
     options = FrameOptions(frames_per_second=args.fps, include_last_frame=args.last_frame,
                            max_frames=args.max_frames, max_side=args.max_side)
@@ -88,9 +96,7 @@ def _prepare(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     import textwrap
 
-    from helm_roboreward.data.audit import KIND_COLUMNS, LEGEND, NUMERIC_COLUMNS, SUBSET_COLUMNS, audit_copy
-    from helm_roboreward.data.sources import resolve_data_source
-    from helm_roboreward.presentation.tables import format_text_table
+    from helm_roboreward.model_tools.catalog import format_text_table
 
     subsets = None if args.subset == "all" else [args.subset]
     source = resolve_data_source(args.data, args.revision, subsets)
@@ -146,7 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="macro MAE with bootstrap CIs, pairwise tests, tables and plots")
     add_report_options(report)
     report.set_defaults(handler=run_report)
-    from helm_roboreward.presentation.publish.command import add_publish_options, run_publish
 
     publish = commands.add_parser("publish", help="the Hub's eval results per model (refused when not comparable), "
                                   "the dataset's eval.yaml, pull requests (docs/publishing.md)")
@@ -162,10 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "benchmark does not know join the RoboReward leaderboard and its mean")
     files.set_defaults(handler=_files)
     add_model_commands(commands)
-    from helm_roboreward.robot_data.commands import add_robot_data_commands
 
     add_robot_data_commands(commands)  # import-lerobot, label, export-predictions (docs/own_robot_data.md)
-    from helm_roboreward.reward.command import add_serve_arguments
 
     serve = commands.add_parser("serve", help="serve a model as a reward over HTTP, with the benchmark's exact "
                                 "protocol (docs/reward_api.md; pip install 'helm-roboreward[serve]')")
@@ -248,23 +251,19 @@ def add_model_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from helm_roboreward.core.files import write_atomically
-    from helm_roboreward.data.rows import load_rollouts
-    from helm_roboreward.data.sources import resolve_data_source
-    from helm_roboreward.models.estimate_plans import plan_models
-    from helm_roboreward.models.helm_registries import load_registries
-    from helm_roboreward.presentation.estimate import (
+    from helm_roboreward.helm_frontend.plugin import load_registries
+    from helm_roboreward.model_tools.catalog import csv_text, format_text_table
+    from helm_roboreward.model_tools.cost_estimate import (
         COLUMNS,
         NOTES,
         NUMERIC_COLUMNS,
         RowMedia,
         estimate_model,
         limit_message,
+        plan_models,
     )
-    from helm_roboreward.presentation.estimate_media import FramesPlan, ModelPlan, VideoFacts, frames_plan, video_facts
-    from helm_roboreward.presentation.prices import price_of, read_prices
-    from helm_roboreward.presentation.tables import csv_text, format_text_table
-    from helm_roboreward.protocol import build_prompt
+    from helm_roboreward.model_tools.media_plan import FramesPlan, ModelPlan, VideoFacts, frames_plan, video_facts
+    from helm_roboreward.model_tools.prices import price_of, read_prices
 
     if args.output_tokens < 0 or args.reasoning_output_tokens < 0:
         raise ValueError("--output-tokens and --reasoning-output-tokens must be >= 0")
@@ -313,13 +312,12 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from helm_roboreward.models.catalog import COLUMNS, catalog
-    from helm_roboreward.models.helm_registries import load_registries
-    from helm_roboreward.presentation.tables import csv_text, format_text_table
+    from helm_roboreward.helm_frontend.plugin import load_registries
+    from helm_roboreward.model_tools.catalog import COLUMNS, catalog, csv_text, format_text_table
 
     load_registries(args.local_path)
     if args.group:
-        from helm_roboreward.models.catalog import entry_for, models_in_group
+        from helm_roboreward.model_tools.catalog import entry_for, models_in_group
 
         names = models_in_group(args.group)
         if args.names:
@@ -340,8 +338,8 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _add_model(args: argparse.Namespace) -> int:
-    from helm_roboreward.models.add_model import NewModel, add_model
-    from helm_roboreward.models.helm_registries import load_registries
+    from helm_roboreward.helm_frontend.plugin import load_registries
+    from helm_roboreward.model_tools.add_model import NewModel, add_model
 
     new = NewModel(model=args.model, client=args.client, api_id=args.api_id, base_url=args.base_url,
                    display_name=args.display_name, video=args.video, reasoning_effort=args.reasoning_effort,
@@ -355,12 +353,6 @@ def _add_model(args: argparse.Namespace) -> int:
 
 
 def _files(args: argparse.Namespace) -> int:
-    from helm_roboreward.presentation.project_files import (
-        ExistingFilesError,
-        subsets_of_local_copy,
-        write_project_files,
-    )
-    from helm_roboreward.presentation.schema import local_subsets
 
     subsets = [subset for data in args.data for subset in subsets_of_local_copy(data)]
     try:
@@ -380,7 +372,6 @@ def _files(args: argparse.Namespace) -> int:
 
 
 def _export_media(args: argparse.Namespace) -> int:
-    from helm_roboreward.presentation.export import export_media
 
     copied, size, problems = export_media(args.output_path, args.suite, args.export_path)
     print(f"roboreward export-media: {copied} files ({size:,} bytes) copied into {args.export_path}/benchmark_output")
@@ -390,16 +381,12 @@ def _export_media(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from helm_roboreward.presentation.leaderboard import main as leaderboard_main
 
     return leaderboard_main(["--suite", args.suite, "--output-path", args.output_path])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``roboreward`` command; returns the exit status."""
-    from helm_roboreward.data.rows import DataError
-    from helm_roboreward.media.decoding import VideoError
-
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))

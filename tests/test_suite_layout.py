@@ -22,7 +22,7 @@ from tests.helpers.sample import REPO
 
 PACKAGE = REPO / "helm_roboreward"
 TESTS = REPO / "tests"
-TOP_LEVEL = {"conftest.py", "__init__.py", "test_layers.py", "test_suite_layout.py"}
+TOP_LEVEL = {"conftest.py", "__init__.py", "test_layout.py", "test_suite_layout.py"}
 """Modules directly under tests/: the shared fixtures and the tests of the package as a whole."""
 NOT_MIRRORED = {
     "config": "HELM configuration files (YAML); tested through the registry in tests/models",

@@ -17,9 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from helm_roboreward.core.files import file_digest
-from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
-from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE, PROMPT_VERSION, parse_progress_score
+from helm_roboreward.protocol import __version__
+from helm_roboreward.protocol import media_preparation as preparation
+from helm_roboreward.protocol.media_preparation import recorded_path
+from helm_roboreward.protocol.rules import MAX_SCORE, MIN_SCORE, PROMPT_VERSION, parse_progress_score
+from helm_roboreward.protocol.safe_files import file_digest
+from helm_roboreward.protocol.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
+from helm_roboreward.protocol.video_decoding import MediaWriteError, VideoError
 from helm_roboreward.reward.inputs import (
     INBOX_FOLDER,
     RewardInputError,
@@ -33,7 +37,7 @@ from helm_roboreward.reward.inputs import (
 if TYPE_CHECKING:
     from helm.common.request import Request, RequestResult
 
-    from helm_roboreward.reward.official import HelmSide, Routed  # noqa: F401  (annotations)
+    from helm_roboreward.reward.helm_scoring import HelmSide, Routed  # noqa: F401  (annotations)
 
 MEDIA_FOLDER = "roboreward_media"
 """Under ``local_path`` unless ``media_dir`` is given: the inbox (videos given as bytes or frames), frames, copies."""
@@ -156,9 +160,7 @@ class RewardModel:
     def __init__(self, model: str, deployment: str | None = None, local_path: str = "prod_env",
                  options: Mapping[str, object] | str | None = None, media_dir: str | None = None,
                  cache: bool = True) -> None:
-        from helm_roboreward.media import preparation  # loaded now, not by the first request (PyAV: ~1 s)
-        from helm_roboreward.media.preparation import recorded_path
-        from helm_roboreward.reward.official import HelmSide, route_model
+        from helm_roboreward.reward.helm_scoring import HelmSide, route_model
 
         self.model = model
         self.options = option_dict(options)
@@ -175,8 +177,6 @@ class RewardModel:
     @property
     def settings(self) -> dict[str, Any]:
         """What the rewards depend on: model, deployment, media, generation settings, protocol version."""
-        from helm_roboreward import __version__
-
         spec = self.routed.adapter_spec
         return {
             "model": self.model, "deployment": self.deployment, "client": self.routed.client_class,
@@ -193,9 +193,6 @@ class RewardModel:
         Raises:
             RewardInputError: A bad task, fps or frames, or a video that does not decode (``field`` says which).
         """
-        from helm_roboreward.media.decoding import VideoError
-        from helm_roboreward.media.write_errors import MediaWriteError
-
         item = check_item(RewardItem(task, video, fps))
         path = video_file(item.video, self._inbox)
         digest = file_digest(path)  # outside the lock: only frame extraction must run one at a time

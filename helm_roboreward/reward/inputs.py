@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from helm_roboreward.core.files import write_atomically
-from helm_roboreward.core.validation import MAX_FPS
+from helm_roboreward.protocol.safe_files import write_atomically
+from helm_roboreward.protocol.validation import MAX_FPS
 
 MAX_TASK_CHARACTERS = 1000
 """The benchmark's tasks have 4..207 characters; a much longer one is a mistake (a transcript, a file)."""

@@ -28,7 +28,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from helm_roboreward.media.containment import is_inside
+from helm_roboreward.protocol.safe_files import is_inside
 from helm_roboreward.reward.api import Reward, RewardModel, failed_reward
 from helm_roboreward.reward.inputs import Frames, RewardInputError, check_frames, check_task
 

@@ -10,7 +10,7 @@
 - :mod:`~helm_roboreward.robot_data.progress`: prefix anchors and LeRobot's per-frame progress schema;
 - :mod:`~helm_roboreward.robot_data.predictions_export`: a suite's predictions as a ``datasets`` dataset
   (:mod:`~helm_roboreward.robot_data.export_files`: where it is written, atomically, and pushed);
-- :mod:`~helm_roboreward.robot_data.hub_source`, :mod:`~helm_roboreward.data.hub_timeouts`: hub datasets,
+- :mod:`~helm_roboreward.robot_data.hub_source`, :mod:`~helm_roboreward.protocol.data_sources`: hub datasets,
   and a time limit on every hub request.
 
 No module here imports HELM: labelling builds a :class:`~helm_roboreward.reward.RewardModel`, which loads it.

@@ -6,7 +6,7 @@
   written under ``<output-path>/runs``: helm-run's run folders.
 - The export is written to a temporary sibling and renamed into place: a full disk or a kill leaves the earlier
   file (or nothing), never a truncated one.
-- ``--push-to-hub``: every request has a time limit (:mod:`~helm_roboreward.data.hub_timeouts`); a refused
+- ``--push-to-hub``: every request has a time limit (:mod:`~helm_roboreward.protocol.data_sources`); a refused
   connection, a silent hub or an error reply ends with one message.
 """
 
@@ -16,10 +16,9 @@ import shutil
 import tempfile
 from typing import Any
 
-from helm_roboreward.core.umask import file_mode
-from helm_roboreward.data.hub_timeouts import limit_hub_requests
-from helm_roboreward.data.rows import DataError
-from helm_roboreward.media.containment import is_inside
+from helm_roboreward.protocol.data_sources import describe_error, limit_hub_requests
+from helm_roboreward.protocol.rows import DataError
+from helm_roboreward.protocol.safe_files import file_mode, is_inside
 
 PARQUET = "parquet"
 DISK = "disk"
@@ -143,7 +142,6 @@ def push(dataset: Any, repo_id: str, private: bool, token: str | None, out: str 
     from huggingface_hub import constants
     from huggingface_hub.errors import HfHubHTTPError
 
-    from helm_roboreward.data.hub import describe_error
 
     seconds = limit_hub_requests()
     try:

@@ -3,7 +3,7 @@
 Per run folder ``<output>/runs/<suite>/<run>/``: ``run_spec.json`` (scenario class and arguments, model,
 deployment, run name) and ``scenario_state.json`` (each request state: the instance with its ``extra_data``
 record and gold reference, the request's media, the result's completions, success and error). The parsed score
-is the official rule's (:func:`helm_roboreward.protocol.parse_progress_score`) on the raw completion; a failed
+is the official rule's (:func:`helm_roboreward.protocol.rules.parse_progress_score`) on the raw completion; a failed
 request has no score (HELM turns it into an empty answer, which is unparseable anyway).
 """
 
@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from helm_roboreward.core.record import InstanceRecord
-from helm_roboreward.data.rows import DataError
-from helm_roboreward.media.paths import media_objects
-from helm_roboreward.presentation.report.loading import gold_of
-from helm_roboreward.protocol import SCENARIO_CLASS, parse_progress_score
+from helm_roboreward.helm_frontend.run_rows import gold_of, media_objects
+from helm_roboreward.protocol.instance_record import InstanceRecord
+from helm_roboreward.protocol.rows import DataError
+from helm_roboreward.protocol.rules import SCENARIO_CLASS, parse_progress_score
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 ``huggingface_hub.snapshot_download`` fetches into its own cache (a second import downloads nothing). The
 revision is resolved to a commit by the first download and every later file comes from that commit, so one import
 never mixes two versions; the commit is recorded in the copy's provenance. Every request has a time limit
-(:mod:`~helm_roboreward.data.hub_timeouts`).
+(:mod:`~helm_roboreward.protocol.data_sources`).
 
 The snapshot's files are links into the repository's ``blobs/`` folder; the import follows such links only inside
 that repository's cache folder (:func:`~helm_roboreward.robot_data.lerobot_format.link_root`).
@@ -22,9 +22,8 @@ from huggingface_hub.utils import (
     RevisionNotFoundError,
 )
 
-from helm_roboreward.data.hub import describe_error
-from helm_roboreward.data.hub_timeouts import limit_hub_requests
-from helm_roboreward.data.rows import DataError
+from helm_roboreward.protocol.data_sources import describe_error, limit_hub_requests
+from helm_roboreward.protocol.rows import DataError
 
 REPO_TYPE = "dataset"
 META_PATTERN = "meta/*"

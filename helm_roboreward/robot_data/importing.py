@@ -28,11 +28,10 @@ from typing import Any
 import av
 from tqdm import tqdm
 
-from helm_roboreward.core.files import file_digest, write_atomically
-from helm_roboreward.core.published_split import IMPORT_RECORD
-from helm_roboreward.core.validation import task_problem
-from helm_roboreward.media.containment import is_inside
-from helm_roboreward.protocol import ALL_KNOWN_SUBSETS, METADATA_FILE, MIN_SCORE, TEST_SPLIT
+from helm_roboreward.protocol.published import IMPORT_RECORD
+from helm_roboreward.protocol.rules import ALL_KNOWN_SUBSETS, METADATA_FILE, MIN_SCORE, TEST_SPLIT
+from helm_roboreward.protocol.safe_files import file_digest, is_inside, write_atomically
+from helm_roboreward.protocol.validation import task_problem
 from helm_roboreward.robot_data.episode_clips import (
     DEFAULT_CRF,
     ENCODER,
@@ -200,7 +199,7 @@ def copy_rows(episodes: Sequence[Episode], labels: dict[int, Label], subset: str
 
     Raises:
         LabelError: An episode's task (the labels file's, else the dataset's) is not a task the benchmark reads
-            (:func:`~helm_roboreward.core.validation.task_problem`, the rule ``roboreward prepare`` applies).
+            (:func:`~helm_roboreward.protocol.validation.task_problem`, the rule ``roboreward prepare`` applies).
     """
     rows: list[CopyRow] = []
     for episode in episodes:

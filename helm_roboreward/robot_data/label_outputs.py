@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 
-from helm_roboreward.core.files import write_atomically
-from helm_roboreward.protocol import MAX_SCORE, PROMPT_VERSION
+from helm_roboreward.protocol.rules import MAX_SCORE, PROMPT_VERSION
+from helm_roboreward.protocol.safe_files import write_atomically
 from helm_roboreward.reward.api import Reward
 from helm_roboreward.robot_data.labels import format_selection
 from helm_roboreward.robot_data.progress import REWARD_MODEL_KEY, EpisodeProgress, progress_columns

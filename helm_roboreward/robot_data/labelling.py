@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from helm_roboreward.data.rows import DataError
-from helm_roboreward.media.containment import is_inside
-from helm_roboreward.protocol import PROMPT_VERSION, TEST_SPLIT
+from helm_roboreward.protocol.rows import DataError
+from helm_roboreward.protocol.rules import PROMPT_VERSION, TEST_SPLIT
+from helm_roboreward.protocol.safe_files import is_inside
 from helm_roboreward.reward.api import Reward, RewardModel, option_dict
 from helm_roboreward.reward.inputs import RewardModelError
 from helm_roboreward.robot_data import label_outputs as outputs

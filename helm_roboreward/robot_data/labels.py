@@ -16,9 +16,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.core.validation import integer_value, jsonl_lines, reward_value, task_problem
-from helm_roboreward.data.rows import DataError
-from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
+from helm_roboreward.protocol.rows import DataError
+from helm_roboreward.protocol.rules import MAX_SCORE, MIN_SCORE
+from helm_roboreward.protocol.validation import integer_value, jsonl_lines, reward_value, task_problem
 from helm_roboreward.robot_data.lerobot_format import SUCCESS_FEATURE, Episode
 
 SUCCESS_REWARD = MAX_SCORE

@@ -1,7 +1,7 @@
 """A LeRobot dataset's episodes: where each one's frames lie in which video, checked value by value.
 
 The layouts are described in :mod:`~helm_roboreward.robot_data.lerobot_format`. Every value of an episode is
-checked by the rules of :mod:`~helm_roboreward.core.validation` (a null or NaN length or timestamp, a negative
+checked by the rules of :mod:`~helm_roboreward.protocol.validation` (a null or NaN length or timestamp, a negative
 index, a span that is empty or shares frames with another episode's) and refused with a
 :class:`~helm_roboreward.robot_data.lerobot_format.LeRobotFormatError` naming the file, the episode and the field.
 An episode's task is not checked here: a labels file may give it (``importing.copy_rows`` applies the task rule).
@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from helm_roboreward.core.validation import episode_span, integer_value, jsonl_lines, overlapping_spans
+from helm_roboreward.protocol.validation import episode_span, integer_value, jsonl_lines, overlapping_spans
 from helm_roboreward.robot_data.lerobot_format import (
     DEFAULT_CHUNKS_SIZE,
     EPISODES_GLOB,

@@ -29,10 +29,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from helm_roboreward.core.files import file_digest
-from helm_roboreward.core.validation import frame_rate_problem, integer_value
-from helm_roboreward.data.rows import DataError
-from helm_roboreward.media.containment import UnsafePathError, is_inside, relative_parts
+from helm_roboreward.protocol.rows import DataError
+from helm_roboreward.protocol.safe_files import UnsafePathError, file_digest, is_inside, relative_parts
+from helm_roboreward.protocol.validation import frame_rate_problem, integer_value
 
 V30 = "v3.0"
 V2_VERSIONS = ("v2.0", "v2.1")

@@ -13,11 +13,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from helm_roboreward.data.rows import DataError
-from helm_roboreward.media.containment import UnsafePathError, relative_parts, require_inside
-from helm_roboreward.media.viewer import viewer_relative_path
-from helm_roboreward.presentation.export import MEDIA_TYPES
-from helm_roboreward.protocol import PROMPT_VERSION
+from helm_roboreward.helm_frontend.run_rows import ReportError, viewer_relative_path
+from helm_roboreward.protocol.rows import DataError
+from helm_roboreward.protocol.rules import PROMPT_VERSION
+from helm_roboreward.protocol.safe_files import UnsafePathError, relative_parts, require_inside
+from helm_roboreward.results.media_export import MEDIA_TYPES
+from helm_roboreward.results.publish.evidence import suite_facts
 from helm_roboreward.robot_data.export_files import FORMATS, PARQUET, check_export_target, push, write_export
 from helm_roboreward.robot_data.helm_outputs import RunInfo, predictions_of, roboreward_runs
 
@@ -108,9 +109,6 @@ def prediction_records(output_path: str, suite: str, include_media: bool = False
 
 def _verdicts(output_path: str, suite: str) -> dict[str, tuple[bool | None, str]]:
     """Each row's comparability verdict (docs/publishing.md), by model and by ``model@deployment``."""
-    from helm_roboreward.presentation.publish.evidence import suite_facts
-    from helm_roboreward.presentation.report.errors import ReportError
-
     try:
         return {key: (verdict.comparable, verdict.line) for key, verdict in suite_facts(output_path, suite)
                 .verdicts().items()}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helm_roboreward.protocol import MAX_SCORE, MIN_SCORE
+from helm_roboreward.protocol.rules import MAX_SCORE, MIN_SCORE
 
 PROGRESS_COLUMN = "progress_sparse"
 REWARD_MODEL_KEY = "reward_model_path"

@@ -13,13 +13,15 @@ HELM's AnthropicMessagesClient and GoogleGenAIClient take no ``base_url``; the `
 environment instead, which :func:`helm_environment` sets for the subprocess.
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ SCHEMA = REPO / "static" / "schema_roboreward.yaml"
 """The package's schema, as ``roboreward files`` writes it."""
 SAMPLE_CONF = REPO / "run_specs" / "roboreward_sample.conf"
 """The offline demo: both baselines on every sample subset."""
-SUMMARIZER = "helm_roboreward.summarizer.RoboRewardSummarizer"
+SUMMARIZER = "helm_roboreward.helm_frontend.summarizer.RoboRewardSummarizer"
 TIMEOUT = 300
 
 OPENAI_KEY = "sk-fake-openai"
@@ -49,7 +51,7 @@ __all__ = [
     "ANTHROPIC_KEY", "GOOGLE_KEY", "OPENAI_KEY", "PROD_ENV", "REPO", "SAMPLE", "SAMPLE_CONF", "SCHEMA", "SUMMARIZER",
     "TIMEOUT", "VLLM_KEY", "check_completed", "cli", "finish_logged", "gold_of", "helm_environment",
     "helm_run_command", "helm_summarize_command", "media_locations", "private_local_path", "prompt_of", "read_json",
-    "request_states", "run_stat", "run_stats", "sha256", "start_logged",
+    "reap", "request_states", "run_stat", "run_stats", "sha256", "start_logged",
 ]
 
 
@@ -92,7 +94,7 @@ def transformers_local_path(folder: Path, deployment: str, checkpoint: Path) -> 
         "    model_name: teetone/roboreward-8b\n"
         "    max_sequence_length: 262144\n"
         "    client_spec:\n"
-        '      class_name: "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"\n'
+        '      class_name: "helm_roboreward.helm_frontend.clients.transformers_client.TransformersQwen3VLClient"\n'
         "      args:\n"
         f"        checkpoint: {json.dumps(str(checkpoint))}\n",
         encoding="utf-8")
@@ -165,6 +167,26 @@ def finish_logged(process: "subprocess.Popen[str]", log: Path, timeout: float = 
             process.kill()
             process.wait()
     return process.returncode, log.read_text(errors="replace")
+
+
+def reap(processes: Iterable["subprocess.Popen[Any]"], group: bool = False) -> None:
+    """Kill each of ``processes`` that still runs (its whole process group with ``group``, for one started with
+    ``start_new_session``) and wait for every one: no child outlives the test, none stays a zombie.
+
+    For a ``finally:`` after starting several processes: whatever failed first (a timeout, an assertion on the first
+    one's output), the others are still ended and waited for. Waiting twice is harmless.
+    """
+    processes = list(processes)
+    for process in processes:
+        if process.returncode is not None:  # already waited for (its pid may belong to another process now)
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if group:  # even when the leader has ended (a zombie until waited): its group may still run
+                os.killpg(process.pid, signal.SIGKILL)
+            elif process.poll() is None:
+                process.kill()
+    for process in processes:
+        process.wait()
 
 
 def read_json(path: Path) -> Any:

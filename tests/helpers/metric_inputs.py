@@ -15,7 +15,7 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import CORRECT_TAG, TEST_SPLIT, Input, Instance, Output, Reference
 from helm.common.request import ErrorFlags, GeneratedOutput, Request, RequestResult, Thinking
 
-from helm_roboreward.metrics import RoboRewardMetric
+from helm_roboreward.helm_frontend.metrics import RoboRewardMetric
 
 _ids = itertools.count()
 

@@ -223,8 +223,8 @@ def published_shape_rows() -> list[CopyRow]:
     rollout with a single view for each; the others have both. Everything else (tasks, which subset holds which
     label) is made up.
     """
-    from helm_roboreward.core.published_split import PUBLISHED_KIND_ROWS, PUBLISHED_LABELS_BY_KIND
-    from helm_roboreward.protocol import OFFICIAL_SUBSETS
+    from helm_roboreward.protocol.published import PUBLISHED_KIND_ROWS, PUBLISHED_LABELS_BY_KIND
+    from helm_roboreward.protocol.rules import OFFICIAL_SUBSETS
 
     rows = _published_arena(PUBLISHED_LABELS_BY_KIND["natural"])
     clip_labels = _label_pool(PUBLISHED_LABELS_BY_KIND["clip"])

@@ -23,7 +23,7 @@ from tests.helpers.sample import REPO
 GENERATOR = REPO / "scripts" / "make_sim_sample.py"
 SIM_SAMPLE_DIR = Path(os.environ.get("ROBOREWARD_SIM_SAMPLE_DIR") or REPO / "helm_roboreward" / "sample")
 """The sample folder the tests check: ``$ROBOREWARD_SIM_SAMPLE_DIR`` or the bundled ``helm_roboreward/sample``."""
-TEST_ID = "tests/data/test_sim_sample.py::test_regeneration_is_deterministic"
+TEST_ID = "tests/protocol/test_sim_sample.py::test_regeneration_is_deterministic"
 EPISODES: int | None = None if os.environ.get("ROBOREWARD_FULL_REGENERATION") == "1" else 2
 """Episodes per subset to regenerate: 2 by default (a spot check, about 45 s of CPU instead of about 160 s; every
 episode is simulated in a fresh process from its own seed, so they are the whole sample's rows and videos), every

@@ -36,12 +36,13 @@ def reward_local_path(folder: Path, fake: FakeModelServer, silent: SilentServer,
     deployments = (PROD_ENV / "model_deployments.yaml").read_text(encoding="utf-8").rstrip("\n") + "\n"
     deployments += (
         f"  - name: {SILENT_DEPLOYMENT}\n    model_name: {RR8B}\n    max_sequence_length: 262144\n"
-        "    client_spec:\n      class_name: \"helm_roboreward.clients.openai_video_client.OpenAIVideoClient\"\n"
+        "    client_spec:\n"
+        "      class_name: \"helm_roboreward.helm_frontend.clients.openai_video_client.OpenAIVideoClient\"\n"
         "      args:\n        served_model_name: teetone/RoboReward-8B\n        timeout_seconds: 1\n"
         "        max_retries: 0\n"
         f"  - name: {TINY_DEPLOYMENT}\n    model_name: {RR8B}\n    max_sequence_length: 262144\n"
         "    client_spec:\n"
-        "      class_name: \"helm_roboreward.clients.transformers_client.TransformersQwen3VLClient\"\n"
+        "      class_name: \"helm_roboreward.helm_frontend.clients.transformers_client.TransformersQwen3VLClient\"\n"
         f"      args:\n        checkpoint: {json.dumps(str(tiny_checkpoint))}\n")
     (folder / "model_deployments.yaml").write_text(deployments, encoding="utf-8")
     write_credentials(folder, fake, silent)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from tests.helpers.harness import (
     helm_run_command,
     helm_summarize_command,
     private_local_path,
+    reap,
     sha256,
     start_logged,
 )
@@ -99,7 +101,7 @@ LEAK_MODELS = [
 
 
 def leak_run_name(model: LeakModel, data: Path) -> str:
-    from helm_roboreward.routing import data_label  # HELM: only when a test reads the leak runs
+    from helm_roboreward.helm_frontend.routing import data_label  # HELM: only when a test reads the leak runs
 
     return f"roboreward:subset=all,data={data_label(str(data))},video={model.mode},model={model.run_model}"
 
@@ -279,20 +281,28 @@ def build_sample_suite(root: Path) -> SampleSuite:
                 [f"roboreward:subset=all,data={leak_data},model={m.entry_model}" for m in LEAK_MODELS], LEAK_SUITE,
                 private_local_path(workdir / "local-leaks", fake)), helm_environment(fake)),
         }
-        processes = {suite: start_logged(command, workdir, env, logs / f"helm-run-{suite}.log")
-                     for suite, (command, env) in runs.items()}
-        for suite, process in processes.items():
-            _check(f"helm-run --suite {suite}", *finish_logged(process, logs / f"helm-run-{suite}.log", TIMEOUT))
+        processes: dict[str, subprocess.Popen[str]] = {}
+        try:
+            for suite, (command, env) in runs.items():
+                processes[suite] = start_logged(command, workdir, env, logs / f"helm-run-{suite}.log")
+            for suite, process in processes.items():
+                _check(f"helm-run --suite {suite}", *finish_logged(process, logs / f"helm-run-{suite}.log", TIMEOUT))
+        finally:  # one failed or timed out: the others are ended and waited for too
+            reap(processes.values())
         leak_requests = fake.requests
     timings["helm-run x4"] = time.monotonic() - started - sum(timings.values())
     run_files = {suite: frozenset(str(p.relative_to(workdir / "benchmark_output" / "runs" / suite))
                                   for p in (workdir / "benchmark_output" / "runs" / suite).rglob("*") if p.is_file())
                  for suite in runs}
-    summaries = {suite: start_logged(helm_summarize_command(suite), workdir, helm_environment(),
-                                     logs / f"helm-summarize-{suite}.log")
-                 for suite in (SUITE, NATIVE_SUITE, LONG_SUITE)}
-    results = {suite: finish_logged(process, logs / f"helm-summarize-{suite}.log", TIMEOUT)
-               for suite, process in summaries.items()}
+    summaries: dict[str, subprocess.Popen[str]] = {}
+    try:
+        for suite in (SUITE, NATIVE_SUITE, LONG_SUITE):
+            summaries[suite] = start_logged(helm_summarize_command(suite), workdir, helm_environment(),
+                                            logs / f"helm-summarize-{suite}.log")
+        results = {suite: finish_logged(process, logs / f"helm-summarize-{suite}.log", TIMEOUT)
+                   for suite, process in summaries.items()}
+    finally:
+        reap(summaries.values())
     for suite in (SUITE, NATIVE_SUITE):
         _check(f"helm-summarize --suite {suite}", *results[suite])
     timings["helm-summarize x3"] = time.monotonic() - started - sum(timings.values())

@@ -38,10 +38,9 @@ from typing import Any
 import av
 import pytest
 
-from helm_roboreward.core.files import file_digest
-from helm_roboreward.media.frame_cache import frames_directory, frames_key
-from helm_roboreward.media.verification import read_manifest
-from helm_roboreward.protocol import FrameOptions
+from helm_roboreward.protocol.frame_cache import frames_directory, frames_key, read_manifest
+from helm_roboreward.protocol.rules import FrameOptions
+from helm_roboreward.protocol.safe_files import file_digest
 from tests.helpers.fakes import FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.harness import (
     REPO,
@@ -55,6 +54,7 @@ from tests.helpers.harness import (
     private_local_path,
     prompt_of,
     read_json,
+    reap,
     request_states,
     run_stats,
     start_logged,
@@ -551,14 +551,17 @@ def option_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     with FakeModelServer() as fake:
         env = helm_environment(fake)
         processes = {}
-        for case in OPTION_CASES:
-            workdir = root / case.id
-            workdir.mkdir()
-            local = private_local_path(workdir / "local", fake)
-            entry = case.entry.replace("DATA_DIR", str(empty_data))
-            processes[case.id] = (workdir, _start(helm_run_command([entry], "bad", local), workdir, env))
-        outcomes = {case_id: HelmOutcome(workdir, *_finish(process, workdir))
-                    for case_id, (workdir, process) in processes.items()}
+        try:
+            for case in OPTION_CASES:
+                workdir = root / case.id
+                workdir.mkdir()
+                local = private_local_path(workdir / "local", fake)
+                entry = case.entry.replace("DATA_DIR", str(empty_data))
+                processes[case.id] = (workdir, _start(helm_run_command([entry], "bad", local), workdir, env))
+            outcomes = {case_id: HelmOutcome(workdir, *_finish(process, workdir))
+                        for case_id, (workdir, process) in processes.items()}
+        finally:  # one timed out: the others are ended and waited for too (no zombie helm-runs)
+            reap(process for _, process in processes.values())
         requests = fake.requests
     for outcome in outcomes.values():
         outcome.requests = requests
@@ -637,14 +640,18 @@ def model_output_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Mod
     runs = {}
     with FakeModelServer(bad) as bad_fake, FakeModelServer(huge) as huge_fake:
         started = {}
-        for name, fake in (("bad", bad_fake), ("huge", huge_fake)):
-            workdir = root / name
-            workdir.mkdir()
-            local = private_local_path(workdir / "local", fake)
-            command = helm_run_command([f"roboreward:subset=all,data=sample,model={MODEL}"], name, local)
-            started[name] = (workdir, _start(command, workdir, helm_environment(fake)))
-        for name, (workdir, process) in started.items():
-            returncode, output = _finish(process, workdir)
+        try:
+            for name, fake in (("bad", bad_fake), ("huge", huge_fake)):
+                workdir = root / name
+                workdir.mkdir()
+                local = private_local_path(workdir / "local", fake)
+                command = helm_run_command([f"roboreward:subset=all,data=sample,model={MODEL}"], name, local)
+                started[name] = (workdir, _start(command, workdir, helm_environment(fake)))
+            finished = {name: _finish(process, workdir) for name, (workdir, process) in started.items()}
+        finally:  # one timed out: the other is ended and waited for too
+            reap(process for _, process in started.values())
+        for name, (workdir, _) in started.items():
+            returncode, output = finished[name]
             run = ModelOutputRun(workdir / "benchmark_output" / "runs" / name / MODEL_RUN, returncode, output,
                                  task_of_case)
             if (run.run_dir / "per_instance_stats.json").exists():
@@ -713,7 +720,7 @@ RUN_NAMES = "tests/official/test_run_names.py"
 MISSING_MEDIA = "tests/integration/test_missing_media.py"
 LOCAL_SUBSETS = "tests/integration/test_local_subsets.py"
 PATH_SAFETY = "tests/integration/test_path_safety.py"
-CACHE_INTEGRITY = "tests/media/test_cache_integrity.py"
+CACHE_INTEGRITY = "tests/protocol/test_cache_integrity.py"
 
 OTHER_FILE_CASES: dict[str, str] = {
     # run names (helm-run)

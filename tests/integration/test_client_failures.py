@@ -37,7 +37,7 @@ import yaml
 from helm.common.cache import SqliteCacheConfig
 from helm.common.request import Request
 
-from helm_roboreward.clients.gemini_client import OneMessageGoogleGenAIClient
+from helm_roboreward.helm_frontend.clients.gemini_client import OneMessageGoogleGenAIClient
 from tests.helpers.fakes import GEMINI, FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.fakes.server import RawReply, malformed
 from tests.helpers.harness import (
@@ -50,6 +50,7 @@ from tests.helpers.harness import (
     private_local_path,
     prompt_of,
     read_json,
+    reap,
     request_states,
     run_stats,
     sha256,
@@ -151,7 +152,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PolicyRun]:
                 run.per_instance[entry["instance_id"]] = {
                     s["name"]["name"]: s["mean"] for s in entry["stats"] if "perturbation" not in s["name"]}
             out[policy] = run
-    finally:
+    finally:  # a failed check on one run: the other helm-runs are ended and waited for too
+        reap(process for process, _ in processes.values())
+        for _, log in processes.values():
+            log.close()
         for fake in fakes.values():
             fake.stop()
     return out

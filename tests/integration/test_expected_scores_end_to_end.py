@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from helm_roboreward.core.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
-from helm_roboreward.models.variants import LOGPROBS_TOP_N
+from helm_roboreward.helm_frontend.model_registry import LOGPROBS_TOP_N
+from helm_roboreward.protocol.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
 from tests.helpers.fakes import CHAT, FakeModelServer, Recorded, Reply
 from tests.helpers.harness import (
     TRANSFORMERS_ENVIRONMENT,

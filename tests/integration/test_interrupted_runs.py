@@ -8,7 +8,7 @@
 - ``roboreward prepare`` (every frame kept, one worker) is SIGKILLed mid-way and rerun: it completes, no
   temporary file remains, every manifest's files exist with the recorded sizes, the frames finished before the
   kill are not rewritten, and the cache is byte-identical to an uninterrupted prepare's.
-- Concurrency beyond what tests/media/test_prepare_cli.py (two prepares of the sample's official frames, which
+- Concurrency beyond what tests/protocol/test_prepare_cli.py (two prepares of the sample's official frames, which
   finish in well under a second) and tests/integration/test_model_families.py (two helm-runs on *disjoint* subsets,
   one suite)
   cover: two prepares keeping every frame (seconds of real overlap) and two native-video prepares at once; two
@@ -37,8 +37,7 @@ from typing import Any
 
 import pytest
 
-from helm_roboreward.media.frame_cache import MANIFEST_FILE
-from helm_roboreward.media.verification import read_manifest
+from helm_roboreward.protocol.frame_cache import MANIFEST_FILE, read_manifest
 from tests.helpers.fakes import FakeModelServer, Recorded, Reply, media_parts
 from tests.helpers.harness import (
     SAMPLE,
@@ -48,6 +47,7 @@ from tests.helpers.harness import (
     helm_run_command,
     private_local_path,
     read_json,
+    reap,
     sha256,
 )
 from tests.helpers.sample import sample_rows
@@ -221,9 +221,10 @@ def test_killed_helm_run_resumes_from_the_request_cache(tmp_path: Path, referenc
         command = helm_run_command([ENTRY], "resume", local, threads=1)  # one request at a time
         first = start(command, tmp_path, env, tmp_path / "first.log")
         wanted = max(3, rows // 3)
-        wait_until(lambda: len(fake.requests) > wanted, first, f"{wanted + 1} requests")
-        os.killpg(os.getpgid(first.pid), signal.SIGKILL)
-        first.wait(timeout=30)
+        try:
+            wait_until(lambda: len(fake.requests) > wanted, first, f"{wanted + 1} requests")
+        finally:  # killed here in any case (its whole group), and waited for
+            reap([first], group=True)
         before_kill = fake.requests
         # With one thread HELM sends a request only after the previous answer is cached: all but the last
         # request (still inside the fake's delay) completed.
@@ -255,10 +256,14 @@ def test_two_helm_runs_of_the_same_entry_share_output_and_cache(tmp_path: Path, 
     with FakeModelServer(scripted) as fake:
         local = private_local_path(tmp_path / "local", fake)
         env = helm_environment(fake)
-        runs = [start(helm_run_command([ENTRY], suite, local), tmp_path, env, tmp_path / f"{suite}.log")
-                for suite in ("one", "two")]
-        for process, suite in zip(runs, ("one", "two"), strict=True):
-            finish(process, tmp_path / f"{suite}.log", f"concurrent helm-run --suite {suite}")
+        runs: list[subprocess.Popen[str]] = []
+        try:
+            for suite in ("one", "two"):
+                runs.append(start(helm_run_command([ENTRY], suite, local), tmp_path, env, tmp_path / f"{suite}.log"))
+            for process, suite in zip(runs, ("one", "two"), strict=True):
+                finish(process, tmp_path / f"{suite}.log", f"concurrent helm-run --suite {suite}")
+        finally:
+            reap(runs, group=True)
         sent = len(fake.requests)
         third = subprocess.run(helm_run_command([ENTRY], "three", local), cwd=tmp_path, env=env,
                                capture_output=True, text=True, timeout=TIMEOUT)
@@ -317,8 +322,11 @@ def test_killed_prepare_resumes_without_redoing_finished_videos(tmp_path: Path,
     command = prepare_command(out, *EVERY_FRAME, "--jobs", "1")
     first = start(command, tmp_path, environment(), tmp_path / "first.log")
     wanted = min(3, total // 3)
-    wait_until(lambda: len(list(media.rglob(MANIFEST_FILE))) >= wanted, first, f"{wanted} manifests")
-    left_at_kill = kill_outside_writes(first, out)
+    try:
+        wait_until(lambda: len(list(media.rglob(MANIFEST_FILE))) >= wanted, first, f"{wanted} manifests")
+        left_at_kill = kill_outside_writes(first, out)
+    finally:
+        reap([first], group=True)
     assert left_at_kill == [], f"no moment without a temporary file: {left_at_kill}"
     finished = complete_frame_dirs(media)
     assert wanted <= len(finished) < total, f"the kill did not land mid-way ({len(finished)} of {total} done)"
@@ -341,10 +349,14 @@ def test_two_prepares_at_once_keeping_every_frame_and_copying_videos(tmp_path: P
                                                                     reference_prepare: PreparedReference) -> None:
     out = tmp_path / "out"
     for label, extra in (("frames", (*EVERY_FRAME, "--jobs", "2")), ("native", ("--video", "native", "--jobs", "1"))):
-        pair = [start(prepare_command(out, *extra), tmp_path, environment(), tmp_path / f"{label}-{i}.log")
-                for i in range(2)]
-        outputs = [finish(process, tmp_path / f"{label}-{i}.log", f"concurrent prepare ({label})")
-                   for i, process in enumerate(pair)]
+        pair: list[subprocess.Popen[str]] = []
+        try:
+            for i in range(2):
+                pair.append(start(prepare_command(out, *extra), tmp_path, environment(), tmp_path / f"{label}-{i}.log"))
+            outputs = [finish(process, tmp_path / f"{label}-{i}.log", f"concurrent prepare ({label})")
+                       for i, process in enumerate(pair)]
+        finally:
+            reap(pair, group=True)
         for output in outputs:
             assert f"distinct videos ready: {distinct_videos()}" in output
         assert temporary_files(out) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helm_roboreward import cli as roboreward_cli
-from helm_roboreward.protocol import build_prompt
+from helm_roboreward.protocol.rules import build_prompt
 from tests.helpers.harness import (
     PROD_ENV,
     TIMEOUT,

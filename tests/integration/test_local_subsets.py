@@ -20,9 +20,9 @@ import yaml
 from helm.benchmark.presentation.schema import read_schema, validate_schema
 
 from helm_roboreward import cli
-from helm_roboreward.presentation.report.coverage import check_leaderboard_coverage
-from helm_roboreward.presentation.report.loading import ModelRows, SuiteRows
-from helm_roboreward.protocol import OFFICIAL_SUBSET_IDS
+from helm_roboreward.helm_frontend.run_rows import ModelRows, SuiteRows
+from helm_roboreward.protocol.rules import OFFICIAL_SUBSET_IDS
+from helm_roboreward.results.report.coverage import check_leaderboard_coverage
 from tests.helpers.harness import (
     PROD_ENV,
     SAMPLE,

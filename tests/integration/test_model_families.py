@@ -48,7 +48,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helm_roboreward.protocol import select_frame_indices
+from helm_roboreward.protocol.rules import select_frame_indices
 from tests.helpers.fakes import (
     CHAT,
     GEMINI,
@@ -78,6 +78,7 @@ from tests.helpers.harness import (
     private_local_path,
     prompt_of,
     read_json,
+    reap,
     request_states,
     run_stats,
     sha256,
@@ -657,10 +658,10 @@ for description in json.loads(sys.stdin.read()):
 print("ROUTING=" + json.dumps(out))
 """
 
-VIDEO_CLIENT = "helm_roboreward.clients.openai_video_client.OpenAIVideoClient"
-TRANSFORMERS_CLIENT = "helm_roboreward.clients.transformers_client.TransformersQwen3VLClient"
+VIDEO_CLIENT = "helm_roboreward.helm_frontend.clients.openai_video_client.OpenAIVideoClient"
+TRANSFORMERS_CLIENT = "helm_roboreward.helm_frontend.clients.transformers_client.TransformersQwen3VLClient"
 GENAI = "helm.clients.google_genai_client.GoogleGenAIClient"
-GENAI_ONE = "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient"
+GENAI_ONE = "helm_roboreward.helm_frontend.clients.gemini_client.OneMessageGoogleGenAIClient"
 RESPONSES_CLIENT = "helm.clients.openai_responses_client.OpenAIResponseClient"
 ANTHROPIC_CLIENT = "helm.clients.anthropic_client.AnthropicMessagesClient"
 TOGETHER_CLIENT = "helm.clients.together_client.TogetherChatClient"
@@ -716,9 +717,10 @@ ROUTING_TABLE: dict[tuple[str, str | None], tuple[str, str, str, int]] = {
     ("meta/llama-4-maverick-17b-128e-instruct-fp8", "together/llama-4-maverick-17b-128e-instruct-fp8"):
         ("frames", "together/llama-4-maverick-17b-128e-instruct-fp8", TOGETHER_CLIENT, 5000),
     ("baseline/constant-3", None):
-        ("frames", "baseline/constant-3", "helm_roboreward.clients.baselines.ConstantScoreClient", 5000),
+        ("frames", "baseline/constant-3", "helm_roboreward.helm_frontend.clients.baselines.ConstantScoreClient", 5000),
     ("baseline/uniform-random", None):
-        ("frames", "baseline/uniform-random", "helm_roboreward.clients.baselines.RandomScoreClient", 5000),
+        ("frames", "baseline/uniform-random",
+         "helm_roboreward.helm_frontend.clients.baselines.RandomScoreClient", 5000),
 }
 
 
@@ -868,20 +870,17 @@ def test_concurrent_runs_on_disjoint_subsets_match_a_sequential_run(tmp_path: Pa
         local = private_local_path(shared / "local", fake)
         logs = []
         processes = []
-        for index, entry in enumerate(entries):
-            out = open(shared / f"stdout-{index}.log", "w+")
-            err = open(shared / f"stderr-{index}.log", "w+")
-            logs.append((out, err))
-            processes.append(subprocess.Popen(helm_run_command([entry], "conc", local), cwd=shared, env=env,
-                                              stdout=out, stderr=err, text=True))
         try:
+            for index, entry in enumerate(entries):
+                out = open(shared / f"stdout-{index}.log", "w+")
+                err = open(shared / f"stderr-{index}.log", "w+")
+                logs.append((out, err))
+                processes.append(subprocess.Popen(helm_run_command([entry], "conc", local), cwd=shared, env=env,
+                                                  stdout=out, stderr=err, text=True))
             for process in processes:
                 process.wait(timeout=TIMEOUT)
         finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+            reap(processes)
         for process, (out, err) in zip(processes, logs, strict=True):
             out.seek(0)
             err.seek(0)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from helm_roboreward import cli
-from helm_roboreward.presentation.project_files import generated_texts
+from helm_roboreward.results.project_files import generated_texts
 from tests.helpers.harness import PROD_ENV, TIMEOUT
 from tests.helpers.path_cases import EXPORT_REFUSALS, FRAME, JPEG, SECRET, SUITE, ExportCase, snapshot
 from tests.helpers.suite import SUITE as SAMPLE_SUITE

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.harness import PROD_ENV, TIMEOUT, cli, helm_environment
+from tests.helpers.harness import PROD_ENV, TIMEOUT, cli, helm_environment, reap
 from tests.helpers.videos import make_video
 
 VIDEOS = 40  # above the threshold under which no worker starts (32)
@@ -58,11 +58,14 @@ def test_a_finished_helm_run_leaves_no_worker_behind(tmp_path: Path) -> None:
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen: set[int] = set()
     deadline = time.monotonic() + TIMEOUT
-    while process.poll() is None:
-        assert time.monotonic() < deadline, "helm-run did not finish"
-        seen |= processes_with(token)
-        time.sleep(0.02)
-    output = process.communicate()[0]
+    try:
+        while process.poll() is None:
+            assert time.monotonic() < deadline, "helm-run did not finish"
+            seen |= processes_with(token)
+            time.sleep(0.02)
+        output = process.communicate()[0]
+    finally:
+        reap([process])
     assert process.returncode == 0, output[-3000:]
     assert len(seen - {process.pid}) >= 2, f"no frame workers were seen: {seen}"  # the test would prove nothing
     time.sleep(0.5)  # what exits with helm-run has had time to go

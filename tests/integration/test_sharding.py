@@ -39,6 +39,7 @@ from tests.helpers.harness import (
     helm_summarize_command,
     private_local_path,
     read_json,
+    reap,
     start_logged,
 )
 
@@ -86,12 +87,17 @@ class Shards:
 def run_parallel(jobs: dict[str, tuple[list[str], Path]], logs: Path) -> dict[str, str]:
     """Start every command at once (its own log file), wait for all; their outputs, each checked."""
     env = helm_environment()
-    processes = {name: start_logged(command, cwd, env, logs / f"{name}.log") for name, (command, cwd) in jobs.items()}
+    processes: dict[str, subprocess.Popen[str]] = {}
     outputs = {}
-    for name, process in processes.items():
-        code, output = finish_logged(process, logs / f"{name}.log", TIMEOUT)
-        assert code == 0, f"{name} exited with {code}\n--- output (tail)\n{output[-6000:]}"
-        outputs[name] = output
+    try:
+        for name, (command, cwd) in jobs.items():
+            processes[name] = start_logged(command, cwd, env, logs / f"{name}.log")
+        for name, process in processes.items():
+            code, output = finish_logged(process, logs / f"{name}.log", TIMEOUT)
+            assert code == 0, f"{name} exited with {code}\n--- output (tail)\n{output[-6000:]}"
+            outputs[name] = output
+    finally:  # one failed: the others are ended and waited for too
+        reap(processes.values())
     return outputs
 
 

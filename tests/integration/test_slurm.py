@@ -252,7 +252,7 @@ from helm.common.object_spec import get_class_by_name
 from helm.benchmark.model_deployment_registry import get_model_deployment
 register_builtin_configs_from_helm_package()   # what helm.benchmark.slurm_runner.main does, in this order
 register_configs_from_directory(sys.argv[1])
-get_class_by_name("helm_roboreward.scenario.RoboRewardScenario")   # run_one creates the scenario first
+get_class_by_name("helm_roboreward.helm_frontend.scenario.RoboRewardScenario")   # run_one creates the scenario first
 names = ["google/gemini-2.5-pro-one-message", "vllm/qwen3-vl-8b-instruct-greedy", "baseline/constant-3"]
 found = {}
 for name in names:
@@ -280,5 +280,5 @@ def worker_view(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]
 
 def test_worker_knows_the_twin_deployments(worker_view: dict[str, list[Any]]) -> None:
     assert worker_view["google/gemini-2.5-pro-one-message"][0] == (
-        "helm_roboreward.clients.gemini_client.OneMessageGoogleGenAIClient")
+        "helm_roboreward.helm_frontend.clients.gemini_client.OneMessageGoogleGenAIClient")
     assert worker_view["vllm/qwen3-vl-8b-instruct-greedy"][0].endswith("OpenAIVideoClient")

@@ -4,7 +4,7 @@ The official in-process path end to end: a ``--local-path`` whose deployment poi
 random-weight checkpoint (tests/helpers/tiny_qwen3vl.py, built once per session), every mp4 routed natively
 (``video=auto``), the real transformers processor and ``generate`` on CPU (the video decoded by torchcodec where
 it loads, else by PyAV; the provenance says which). The client itself is tested in
-tests/clients/test_transformers_client.py.
+tests/helm_frontend/clients/test_transformers_client.py.
 """
 
 import dataclasses
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helm_roboreward.clients.video_decoders import PYAV, TORCHCODEC, torchcodec_usable
+from helm_roboreward.helm_frontend.clients.transformers_client import PYAV, TORCHCODEC, torchcodec_usable
 from tests.helpers.harness import (
     TRANSFORMERS_ENVIRONMENT,
     check_completed,

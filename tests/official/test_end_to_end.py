@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helm_roboreward.summarizer import MEAN_DISPLAY, MEAN_HEADER
+from helm_roboreward.helm_frontend.summarizer import MEAN_DISPLAY, MEAN_HEADER
 from tests.helpers.harness import (
     check_completed,
     cli,
@@ -29,6 +29,7 @@ from tests.helpers.harness import (
     helm_summarize_command,
     private_local_path,
     read_json,
+    reap,
     run_stat,
     start_logged,
     summarized_stat,
@@ -56,15 +57,19 @@ def suite(sample_suite: SampleSuite, tmp_path_factory: pytest.TempPathFactory) -
     command = [cli("helm-run"), "-r", *entries, "--suite", SUITE, "-m", "100", "--local-path",
                str(private_local_path(rerun / "local")), "-o", "benchmark_output"]
     process = start_logged(command, rerun, helm_environment(), rerun / "helm-run.log")
-    summarize = start_logged(helm_summarize_command(SUITE, summarizer=False), plain.workdir, helm_environment(),
-                             plain.workdir / "helm-summarize.log")
+    started = [process]
     try:
+        summarize = start_logged(helm_summarize_command(SUITE, summarizer=False), plain.workdir, helm_environment(),
+                                 plain.workdir / "helm-summarize.log")
+        started.append(summarize)
         code, output = finish_logged(process, rerun / "helm-run.log")
         check_completed(subprocess.CompletedProcess(command, code, output, output), "helm-run (rerun)")
         yield Suite(sample_suite.workdir, sample_suite.runs(), rerun / "benchmark_output" / "runs" / SUITE, summarize,
                     plain.workdir)
     finally:
-        finish_logged(summarize, plain.workdir / "helm-summarize.log")
+        if len(started) == 2:
+            finish_logged(summarize, plain.workdir / "helm-summarize.log")
+        reap(started)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""``helm_roboreward.protocol``: the official frame rule and its named options (PROTOCOL section 4)."""
+"""``helm_roboreward.protocol.rules``: the official frame rule and its named options (PROTOCOL section 4)."""
 
 import math
 from fractions import Fraction
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helm_roboreward.protocol import (
+from helm_roboreward.protocol.rules import (
     OFFICIAL_FRAMES_PER_SECOND,
     FrameOptions,
     frame_stride,
@@ -215,7 +215,7 @@ def test_frame_options_valid_edges(kwargs: dict) -> None:
 
 
 def test_the_frame_cache_key_covers_every_setting() -> None:
-    from helm_roboreward.media.frame_cache import frames_key
+    from helm_roboreward.protocol.frame_cache import frames_key
 
     assert set(vars(FrameOptions())) == {"frames_per_second", "include_last_frame", "max_frames", "max_side",
                                          "jpeg_quality"}

@@ -81,8 +81,8 @@ def test_our_models_run_on_a_text_benchmark(tmp_path: Path) -> None:
 
 def test_every_package_deployment_looks_no_tokenizer_up() -> None:
     """Deployments without a tokenizer name HELM's no-tokenizer window service (its default one needs a tokenizer)."""
-    from helm_roboreward.models.add_model import NO_TOKENIZER_WINDOW_SERVICE
-    from helm_roboreward.models.registry import _package_deployments
+    from helm_roboreward.helm_frontend.model_registry import _package_deployments
+    from helm_roboreward.model_tools.add_model import NO_TOKENIZER_WINDOW_SERVICE
 
     missing = [d.name for d in _package_deployments() if d.tokenizer_name is None and (
         d.window_service_spec is None or d.window_service_spec.class_name != NO_TOKENIZER_WINDOW_SERVICE)]

@@ -10,7 +10,7 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import TEST_SPLIT, Instance
 from helm.common.request import GeneratedOutput, RequestResult
 
-from helm_roboreward.metrics import RoboRewardMetric
+from helm_roboreward.helm_frontend.metrics import RoboRewardMetric
 from tests.helpers.metric_inputs import (
     answered,
     failed_like_executor,

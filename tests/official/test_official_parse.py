@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from helm_roboreward.protocol import MAX_PARSED_MAGNITUDE, parse_progress_score
+from helm_roboreward.protocol.rules import MAX_PARSED_MAGNITUDE, parse_progress_score
 
 
 def official_extract_answer(raw_completion: str) -> float | None:

@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helm_roboreward.protocol import parse_progress_score, score_prediction
+from helm_roboreward.protocol.rules import parse_progress_score, score_prediction
 from tests.helpers.metric_inputs import answered, generation_stats, make_instance
 
 pytestmark = pytest.mark.slow  # 10,500 fuzzed completions against a reference parser

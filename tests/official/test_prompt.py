@@ -1,8 +1,8 @@
-"""``helm_roboreward.protocol``: the exact PROTOCOL section 3 text, with the task inserted verbatim."""
+"""``helm_roboreward.protocol.rules``: the exact PROTOCOL section 3 text, with the task inserted verbatim."""
 
 import pytest
 
-from helm_roboreward.protocol import RUBRIC_PROMPT_TEMPLATE, build_prompt
+from helm_roboreward.protocol.rules import RUBRIC_PROMPT_TEMPLATE, build_prompt
 from tests.helpers.protocol import RUBRIC
 
 EXPECTED_PREFIX = RUBRIC  # PROTOCOL section 3, kept once in tests/helpers/protocol.py

@@ -6,9 +6,14 @@ from helm.benchmark.config_registry import register_builtin_configs_from_helm_pa
 from helm.benchmark.model_deployment_registry import get_default_model_deployment_for_model, get_model_deployment
 from helm.benchmark.model_metadata_registry import MODEL_NAME_TO_MODEL_METADATA
 
-import helm_roboreward.plugin  # noqa: F401  (registers the baselines, as helm-run does)
-from helm_roboreward.protocol import FRAMES, NATIVE
-from helm_roboreward.routing import choose_video_mode, client_sends_video, model_takes_video, needs_reasoning_allowance
+import helm_roboreward.helm_frontend.plugin  # noqa: F401  (registers the baselines, as helm-run does)
+from helm_roboreward.helm_frontend.routing import (
+    choose_video_mode,
+    client_sends_video,
+    model_takes_video,
+    needs_reasoning_allowance,
+)
+from helm_roboreward.protocol.rules import FRAMES, NATIVE
 
 GOOGLE_GENAI = "helm.clients.google_genai_client.GoogleGenAIClient"
 OPENAI_CLIENT = "helm.clients.openai_client.OpenAIClient"
@@ -43,8 +48,8 @@ SEED_MODELS = [
     # HELM serves Llama 4 Scout through Vertex AI's GoogleGenAIClient: the client could send video,
     # but Llama officially got frames, so auto must still give frames.
     ("meta/llama-4-scout-17b-16e-instruct", None, FRAMES),
-    ("baseline/constant-3", "helm_roboreward.clients.baselines.ConstantScoreClient", FRAMES),
-    ("baseline/uniform-random", "helm_roboreward.clients.baselines.RandomScoreClient", FRAMES),
+    ("baseline/constant-3", "helm_roboreward.helm_frontend.clients.baselines.ConstantScoreClient", FRAMES),
+    ("baseline/uniform-random", "helm_roboreward.helm_frontend.clients.baselines.RandomScoreClient", FRAMES),
 ]
 
 
@@ -186,7 +191,7 @@ def _register(model: str, deployment: str, client: str, args: dict | None = None
 
 @pytest.mark.usefixtures("restored_registry")
 def test_models_written_alike_in_run_names_are_refused_naming_both() -> None:
-    constant = "helm_roboreward.clients.baselines.ConstantScoreClient"
+    constant = "helm_roboreward.helm_frontend.clients.baselines.ConstantScoreClient"
     _register("acme/x_y", "acme/x_y", constant)
     _register("acme_x/y", "acme_x/y", constant)
     for model, other in (("acme/x_y", "acme_x/y"), ("acme_x/y", "acme/x_y")):

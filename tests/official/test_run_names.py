@@ -1,8 +1,8 @@
 """Run names: every non-default argument appears exactly, so two different configurations never share a folder.
 
 HELM writes a run into ``runs/<suite>/<run name>/``; two entries whose names collide overwrite each other. The
-names are built in ``helm_roboreward/run_specs.py`` (subset, data label, revision, video, failed) and
-``helm_roboreward/routing.py`` (the final video mode, the frame options of ``FrameOptions.run_name_options``, the
+names are built in ``helm_roboreward/helm_frontend/run_specs.py`` (subset, data label, revision, video, failed) and
+``helm_frontend/routing.py`` (the final video mode, the frame options of ``FrameOptions.run_name_options``, the
 departures served by twin deployments).
 """
 
@@ -18,9 +18,9 @@ from helm.common.object_spec import parse_object_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
-from helm_roboreward.protocol import FrameOptions
-from helm_roboreward.run_specs import get_roboreward_spec
+import helm_roboreward.helm_frontend.plugin  # noqa: F401  (what helm-run's entry point loading does)
+from helm_roboreward.helm_frontend.run_specs import get_roboreward_spec
+from helm_roboreward.protocol.rules import FrameOptions
 
 CONSTANT = "baseline/constant-3"
 
@@ -90,7 +90,7 @@ def test_different_fps_never_share_a_name(first: float, second: float) -> None:
 @settings(max_examples=500, deadline=None)
 @given(value=st.floats(allow_nan=False, allow_infinity=False))
 def test_exact_number_round_trips_every_finite_float(value: float) -> None:
-    from helm_roboreward.protocol import exact_number
+    from helm_roboreward.protocol.rules import exact_number
 
     text = exact_number(value)
     assert float(text) == value

@@ -26,12 +26,12 @@ from helm.benchmark.run_spec import RunSpec
 from helm.benchmark.run_spec_factory import construct_run_specs
 from helm.common.object_spec import create_object, parse_object_spec
 
-import helm_roboreward.plugin  # noqa: F401  (what helm-run's entry point loading does)
-from helm_roboreward import routing
-from helm_roboreward.protocol import NATIVE_VIDEO_TAG, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS
-from helm_roboreward.routing import data_label
-from helm_roboreward.run_specs import get_roboreward_spec
-from helm_roboreward.scenario import RoboRewardScenario
+import helm_roboreward.helm_frontend.plugin  # noqa: F401  (what helm-run's entry point loading does)
+from helm_roboreward.helm_frontend import routing
+from helm_roboreward.helm_frontend.routing import data_label
+from helm_roboreward.helm_frontend.run_specs import get_roboreward_spec
+from helm_roboreward.helm_frontend.scenario import RoboRewardScenario
+from helm_roboreward.protocol.rules import NATIVE_VIDEO_TAG, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS
 
 GPT5_MINI = "openai/gpt-5-mini-2025-08-07"
 GEMINI_FLASH = "google/gemini-2.5-flash"
@@ -77,10 +77,10 @@ def test_defaults_without_a_model() -> None:
     spec = get_roboreward_spec()
     assert spec.name == "roboreward:subset=all,video=auto"
     assert spec.groups == ["roboreward_all"]
-    assert spec.scenario_spec.class_name == "helm_roboreward.scenario.RoboRewardScenario"
+    assert spec.scenario_spec.class_name == "helm_roboreward.helm_frontend.scenario.RoboRewardScenario"
     # Only what changes the instances, defaults left out: HELM names a subset's tables after these arguments.
     assert spec.scenario_spec.args == {"subset": "all", "video": "auto"}
-    assert [m.class_name for m in spec.metric_specs] == ["helm_roboreward.metrics.RoboRewardMetric"]
+    assert [m.class_name for m in spec.metric_specs] == ["helm_roboreward.helm_frontend.metrics.RoboRewardMetric"]
     assert spec.metric_specs[0].args == {"failed": "max_error"}
 
 
@@ -185,8 +185,8 @@ def test_non_default_arguments_appear_in_the_run_name() -> None:
     assert spec.metric_specs[0].args == {"failed": "skip"}
 
 
-def test_jobs_is_no_longer_a_run_entry_argument() -> None:
-    with pytest.raises(ValueError, match="ROBOREWARD_JOBS"):
+def test_jobs_is_not_a_run_entry_argument() -> None:
+    with pytest.raises(ValueError, match="unknown argument"):
         expand(f"roboreward:subset=bridge,jobs=4,model={CONSTANT}")
 
 
@@ -247,7 +247,7 @@ def test_local_data_accepts_any_subset_name(tmp_path) -> None:
 
 
 def test_model_vlm_names_the_new_spelling() -> None:
-    """A HELM model group no longer holds this package's models (other benchmarks stay as stock HELM's)."""
+    """A HELM model group does not hold this package's models (other benchmarks stay as stock HELM's)."""
     with pytest.raises(ValueError, match=r"--models-to-run \$\(roboreward models --group all --names\)"):
         expand("roboreward:subset=bridge,model=vlm")
 
@@ -257,7 +257,7 @@ def expand_group(description: str, group: str) -> list[RunSpec]:
     from helm.benchmark.presentation.run_entry import RunEntry
     from helm.benchmark.run import run_entries_to_run_specs
 
-    from helm_roboreward.models.catalog import models_in_group
+    from helm_roboreward.model_tools.catalog import models_in_group
 
     return run_entries_to_run_specs([RunEntry(description=description, priority=1, groups=None)],
                                     models_to_run=models_in_group(group))

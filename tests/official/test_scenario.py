@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from helm_roboreward.data.rows import DataError
-from helm_roboreward.data.sources import sample_root
-from helm_roboreward.protocol import build_prompt
-from helm_roboreward.scenario import RoboRewardScenario, instance_id, worker_count
+from helm_roboreward.helm_frontend.scenario import RoboRewardScenario, instance_id, worker_count
+from helm_roboreward.protocol.data_sources import sample_root
+from helm_roboreward.protocol.rows import DataError
+from helm_roboreward.protocol.rules import build_prompt
 
 
 def sample_rows(subset):
@@ -81,9 +81,7 @@ def test_worker_count_comes_from_the_environment(monkeypatch) -> None:
             worker_count()
 
 
-def test_scenario_arguments_of_earlier_versions_are_accepted_and_ignored(tmp_path) -> None:
-    scenario = RoboRewardScenario(subset="sim_kuka", data="sample", video="frames", jobs=4, layout="official",
-                                  decoding="greedy", score="parsed", video_request="auto")
-    assert scenario.video == "frames"
-    with pytest.raises(ValueError, match="unknown argument"):
-        RoboRewardScenario(subset="sim_kuka", data="sample", video="frames", deployment="x")
+def test_scenario_refuses_arguments_it_does_not_take(tmp_path) -> None:
+    for name in ("jobs", "layout", "deployment"):
+        with pytest.raises(TypeError, match=name):
+            RoboRewardScenario(subset="sim_kuka", data="sample", video="frames", **{name: "x"})  # type: ignore[arg-type]

@@ -1,10 +1,15 @@
-"""``helm_roboreward.protocol``: the official parse rule and per-instance error terms (PROTOCOL section 6)."""
+"""``helm_roboreward.protocol.rules``: the official parse rule and per-instance error terms (PROTOCOL section 6)."""
 
 import math
 
 import pytest
 
-from helm_roboreward.protocol import UNPARSEABLE_ABS_ERROR, ScoredPrediction, parse_progress_score, score_prediction
+from helm_roboreward.protocol.rules import (
+    UNPARSEABLE_ABS_ERROR,
+    ScoredPrediction,
+    parse_progress_score,
+    score_prediction,
+)
 
 # (completion, expected official parse). Rule 1: first "answer <spaces> : <spaces> <number>" anywhere,
 # case-insensitive. Rule 2: the stripped completion starts with a number followed by a word boundary.

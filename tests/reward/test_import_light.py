@@ -19,7 +19,7 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules if name.spli
 @pytest.mark.parametrize(("module", "names"), [
     ("helm_roboreward", ["RewardModel", "Reward"]),
     ("helm_roboreward.reward", ["RewardModel", "Reward", "RewardItem", "Frames", "RewardInputError"]),
-    ("helm_roboreward.reward.command", []),
+    ("helm_roboreward.reward.serve_command", []),
 ])
 def test_import_is_light(module: str, names: list[str]) -> None:
     done = subprocess.run([sys.executable, "-c", PROBE, module, *names], capture_output=True, text=True, timeout=120)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.helpers.fakes import CHAT, FakeModelServer
 from tests.helpers.fakes.server import unused_port
-from tests.helpers.harness import cli, helm_environment
+from tests.helpers.harness import cli, helm_environment, reap
 from tests.helpers.reward import RR8B
 from tests.helpers.sample import SAMPLE, sample_rows
 
@@ -49,7 +49,10 @@ def test_serve_scores_and_stops_on_sigterm(reward_local_path: Path, fake: FakeMo
         assert len(fake.requests_to(CHAT)) == 1
     finally:
         process.send_signal(signal.SIGTERM)
-        status = process.wait(timeout=60)
+        try:
+            status = process.wait(timeout=60)
+        finally:  # killed and waited for if SIGTERM did not end it
+            reap([process])
     output = log.read_text()
     # uvicorn shuts down gracefully, then re-raises the signal it caught (its default action ends the process)
     assert status in (0, -signal.SIGTERM) and "Application shutdown complete" in output, output

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helm_roboreward import cli as roboreward
-from helm_roboreward.protocol import SCENARIO_CLASS
+from helm_roboreward.protocol.rules import SCENARIO_CLASS
 from tests.helpers.fakes.silent import SilentServer
 from tests.helpers.harness import check_completed, cli, helm_environment
 

@@ -25,7 +25,7 @@ from helm_roboreward.robot_data.hub_source import fetch_hub_dataset
 from helm_roboreward.robot_data.importing import ImportRequest, import_lerobot
 from helm_roboreward.robot_data.lerobot_format import LeRobotFormatError
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo, make_commit_sha
-from tests.helpers.harness import helm_environment
+from tests.helpers.harness import helm_environment, reap
 from tests.helpers.lerobot_datasets import (
     CAMERA,
     EpisodeSpec,
@@ -251,11 +251,14 @@ def test_ctrl_c_says_nothing_was_written(tmp_path: Path) -> None:
     process = subprocess.Popen([sys.executable, "-m", "helm_roboreward.cli", "import-lerobot", str(dataset), "--out",
                                 str(out), "--quiet", "--labels-from", "next.success"], env=helm_environment(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not list(tmp_path.glob("copy.partial-*")) and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("copy.partial-*")) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        reap([process])
     if process.returncode == 0:
         pytest.skip("the import finished before Ctrl-C reached it")
     assert process.returncode == 130, err

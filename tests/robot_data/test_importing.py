@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from helm_roboreward.data.rows import load_rollouts
+from helm_roboreward.protocol.rows import load_rollouts
 from helm_roboreward.robot_data.hub_source import fetch_hub_dataset
 from helm_roboreward.robot_data.importing import (
     PLACEHOLDER_REWARD,

@@ -22,7 +22,7 @@ from tests.helpers.fakes import FakeModelServer
 from tests.helpers.fakes.exchange import Recorded, Reply
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo, make_commit_sha
 from tests.helpers.fakes.silent import SilentServer
-from tests.helpers.harness import VLLM_KEY, check_completed, cli, helm_environment, private_local_path
+from tests.helpers.harness import VLLM_KEY, check_completed, cli, helm_environment, private_local_path, reap
 from tests.helpers.lerobot_datasets import default_episodes, set_v3_episode_values, write_v3
 
 TIMEOUT = 600
@@ -195,7 +195,9 @@ def start_label_on(silent_server: SilentServer, dataset: Path, tmp_path: Path) -
     deadline = time.monotonic() + 300
     while not silent_server.accepted and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert silent_server.accepted, "label sent no request"
+    if not silent_server.accepted:
+        reap([process])
+        pytest.fail(f"label sent no request (status {process.returncode})")
     return process
 
 
@@ -212,8 +214,7 @@ def test_killing_label_leaves_nothing_talking_to_the_model(dataset: Path, tmp_pa
         while connection.recv(1 << 16):  # the request's bytes, then the end: the kernel closed label's socket
             pass
     finally:
-        if process.poll() is None:
-            process.kill()
+        reap([process])
 
 
 def test_ctrl_c_ends_at_once_and_says_what_is_kept(dataset: Path, tmp_path: Path,
@@ -226,8 +227,7 @@ def test_ctrl_c_ends_at_once_and_says_what_is_kept(dataset: Path, tmp_path: Path
         # the vLLM client would wait 300 s and retry twice: the request in flight is abandoned instead
         assert time.monotonic() - started < 30
     finally:
-        if process.poll() is None:
-            process.kill()
+        reap([process])
     assert process.returncode == 130, err
     assert err.strip().endswith("roboreward label: interrupted; the requests not yet answered were abandoned. What "
                                 "finished is kept: the working copy once imported, and every answer received, in "

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from helm_roboreward.protocol import build_prompt
+from helm_roboreward.protocol.rules import build_prompt
 from helm_roboreward.robot_data.importing import ImportRequest
 from helm_roboreward.robot_data.label_outputs import EPISODE_COLUMNS
 from helm_roboreward.robot_data.labelling import LabellingError, LabelRequest, entry_options, label_episodes
@@ -93,7 +93,7 @@ def test_episode_rewards(prefix_run: Labelled) -> None:
     assert rows[1]["task"] == "open the drawer"
     settings = json.loads(table.schema.metadata[b"roboreward"])
     assert settings["model"] == "baseline/constant-3" and settings["deployment"] == "baseline/constant-3"
-    assert settings["reward_model"]["client"] == "helm_roboreward.clients.baselines.ConstantScoreClient"
+    assert settings["reward_model"]["client"] == "helm_roboreward.helm_frontend.clients.baselines.ConstantScoreClient"
     assert settings["reward_model"]["video"] == "frames" and settings["reward_model"]["prompt_version"] == "1"
     assert settings["mode"] == "prefix" and settings["anchors"] == 3 and settings["subset"] == "kitchen_robot"
     # the media where helm-run -o benchmark_output put them in the working folder (media locations, cache keys)

@@ -14,7 +14,7 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 
-from helm_roboreward.data.rows import DataError
+from helm_roboreward.protocol.rows import DataError
 from helm_roboreward.robot_data.predictions_export import export_predictions, prediction_records
 from tests.helpers.fakes.hf_hub import FakeHfHub
 from tests.helpers.harness import check_completed, cli, helm_environment, read_json

@@ -1,1 +1,0 @@
-"""The pure core (no HELM): constants, subsets, prompt, scoring, stats catalogue, instance record, safe file writes."""

@@ -1,0 +1,1 @@
+"""Model tools: ``roboreward models``, ``add-model`` and ``estimate``."""

@@ -1,0 +1,1 @@
+"""Results: the leaderboard schema and project files, the terminal leaderboard, media export, report, publish."""

@@ -1,0 +1,293 @@
+"""What a suite's runs recorded, per model and deployment: the facts the comparability rule and the manifest need.
+
+Read from each run folder the report uses (:func:`helm_roboreward.helm_frontend.run_rows.load_suite` picks
+them): ``run_spec.json`` (scenario arguments, adapter, routing, metric arguments) and the instances' records
+(``video_sha256``, ``dataset_revision``, ``source_file``, ``rows_in_run``). The hash of ``test/metadata.jsonl``
+is not in the runs; it is taken from the data copy they read: the Hugging Face cache's file for the recorded
+commit (``data=hf``), the bundled sample, or the local copy (whose recorded revision must still match it).
+"""
+
+import dataclasses
+import fnmatch
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from helm_roboreward.helm_frontend.run_rows import ModelRows, RunData, SuiteRows, load_suite
+from helm_roboreward.protocol.data_sources import (
+    HUB,
+    LOCAL_REVISION_PREFIX,
+    SAMPLE,
+    SAMPLE_REVISION_PREFIX,
+    sample_root,
+)
+from helm_roboreward.protocol.instance_record import InstanceRecord
+from helm_roboreward.protocol.rules import (
+    AUTO,
+    DATASET_ID,
+    DATASET_REVISION,
+    DECODINGS,
+    DEFAULT_MAX_TOKENS,
+    FRAMES,
+    MAX_ERROR,
+    METADATA_FILE,
+    NATIVE,
+    NATIVE_VIDEO_MODEL_PATTERNS,
+    OFFICIAL,
+    PARSED,
+    REASONING_MODEL_PATTERNS,
+    REASONING_TOKEN_ALLOWANCE,
+    TEST_SPLIT,
+    FrameOptions,
+    subset_order,
+)
+from helm_roboreward.protocol.safe_files import file_digest
+from helm_roboreward.results.publish.comparability import (
+    PUBLISHED_METADATA_SHA256,
+    Comparability,
+    DataRead,
+    ModelEvidence,
+    SubsetCoverage,
+    judge,
+)
+
+_ROUTING_DEFAULTS = {"failed": MAX_ERROR, "score": PARSED, "layout": OFFICIAL, "decoding": DECODINGS[0]}
+_ENTRY_KEYS = ("model=", "model_deployment=")
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """One run a model's row uses."""
+
+    name: str
+    subset: str
+    data: str
+    requested_revision: str
+    revisions: tuple[str, ...]
+    """The revisions its instances record."""
+
+    spec: dict[str, Any]
+    """``scenario_spec.args``, the adapter's generation fields, ``routing`` and the metric arguments."""
+
+    departures: tuple[str, ...]
+    rows_in_run: int | None
+    evaluated: int
+    videos: dict[str, str]
+    """``file_name`` (else the instance id) -> SHA-256 of the video, as the instances record it."""
+
+    finished: str
+    """When its ``stats.json`` was written (UTC, ISO-8601)."""
+
+
+@dataclass
+class ModelFacts:
+    """One leaderboard row of the suite (a model on one deployment) and its verdict."""
+
+    key: str
+    model: str
+    deployment: str
+    display_name: str
+    runs: list[RunFacts]
+    subset_mae: dict[str, float]
+    """Subset -> MAE over the rows with an error, in the official order."""
+
+    evidence: ModelEvidence
+    verdict: Comparability
+
+    @property
+    def macro_mae(self) -> float | None:
+        """The unweighted mean of its subset MAEs (the official macro mean)."""
+        return sum(self.subset_mae.values()) / len(self.subset_mae) if self.subset_mae else None
+
+    @property
+    def date(self) -> str:
+        """The date (UTC) of its latest run."""
+        return max(run.finished for run in self.runs)[:10] if self.runs else ""
+
+
+@dataclass
+class SuiteFacts:
+    """Every row of a suite with its verdict, and the data revisions the suite read."""
+
+    suite: str
+    output_path: str
+    models: list[ModelFacts]
+    reads: dict[tuple[str, str], DataRead] = field(default_factory=dict)
+    published_sha256: str = PUBLISHED_METADATA_SHA256
+
+    def verdicts(self) -> dict[str, Comparability]:
+        """Model key -> its comparability, for the report, the leaderboard note and the exports."""
+        return {model.key: model.verdict for model in self.models}
+
+
+def _matches(model: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(model.lower(), pattern) for pattern in patterns)
+
+
+def run_departures(run_spec: Mapping[str, Any]) -> list[str]:
+    """Every setting of a run that is not the official default (empty: an official run).
+
+    Covers the media routing, the frame rule, failed requests, scoring, message layout, decoding, the generation
+    settings and any run-name part HELM's expanders added; the data and its revision are judged apart.
+    """
+    adapter = run_spec.get("adapter_spec") or {}
+    routing = run_spec.get("routing") or {}
+    args = (run_spec.get("scenario_spec") or {}).get("args") or {}
+    model = str(adapter.get("model") or routing.get("model") or "")
+    departures = []
+    mode, official_mode = str(args.get("video", FRAMES)), NATIVE if _matches(model, NATIVE_VIDEO_MODEL_PATTERNS) \
+        else FRAMES
+    # A model tagged as taking video (not in the patterns) gets the mp4 through video=auto: that is the routing.
+    if mode != official_mode and not (routing.get("video") == AUTO and mode == NATIVE):
+        departures.append(f"video={mode} (official: {official_mode})")
+    if mode == FRAMES:
+        options = routing.get("frame_options") or {}
+        defaults = dataclasses.asdict(FrameOptions())
+        departures += [f"{name}={options[name]} (official: {value})" for name, value in defaults.items()
+                       if name in options and options[name] != value]
+    departures += [f"{name}={routing[name]} (official: {value})" for name, value in _ROUTING_DEFAULTS.items()
+                   if routing.get(name, value) != value]
+    tokens = DEFAULT_MAX_TOKENS + (REASONING_TOKEN_ALLOWANCE if _matches(model, REASONING_MODEL_PATTERNS) else 0)
+    for name, official in (("temperature", 0.0), ("num_outputs", 1), ("max_tokens", tokens)):
+        if name in adapter and adapter[name] != official:
+            departures.append(f"{name}={adapter[name]} (official: {official})")
+    prefix, name = str(routing.get("name_prefix") or ""), str(run_spec.get("name") or "")
+    if prefix and name.startswith(prefix):  # what HELM's expanders appended (model= names the row, not a setting)
+        departures += [part for part in name[len(prefix):].split(",") if part and not part.startswith(_ENTRY_KEYS)]
+    return departures
+
+
+def _spec_record(run_spec: Mapping[str, Any]) -> dict[str, Any]:
+    adapter = run_spec.get("adapter_spec") or {}
+    kept = ("model", "model_deployment", "temperature", "max_tokens", "num_outputs", "max_eval_instances",
+            "stop_sequences")
+    return {"scenario_args": (run_spec.get("scenario_spec") or {}).get("args") or {},
+            "adapter": {key: adapter[key] for key in kept if key in adapter},
+            "routing": {key: value for key, value in (run_spec.get("routing") or {}).items()
+                        if key not in ("entry", "name_prefix")},
+            "metrics": [spec.get("args") or {} for spec in run_spec.get("metric_specs") or []]}
+
+
+def run_facts(name: str, source: RunData) -> RunFacts:
+    """The facts of one run, from what the report's loader read of it (its ``run_spec.json`` and instances)."""
+    run_spec = source.run_spec
+    args = (run_spec.get("scenario_spec") or {}).get("args") or {}
+    records = {instance_id: InstanceRecord.from_extra_data(source.instances.get(instance_id, {}).get("extra_data"))
+               for instance_id in source.row_ids}
+    videos = {record.source_file or instance_id: record.video_sha256
+              for instance_id, record in records.items() if record.video_sha256}
+    counts = [record.rows_in_run for record in records.values() if record.rows_in_run is not None]
+    finished = datetime.fromtimestamp(source.finished, timezone.utc)
+    return RunFacts(
+        name=name, subset=str(args.get("subset", "all")), data=str(args.get("data", HUB)),
+        requested_revision=str(args.get("revision", DATASET_REVISION)),
+        revisions=tuple(sorted({record.dataset_revision for record in records.values()} - {""})),
+        spec=_spec_record(run_spec), departures=tuple(run_departures(run_spec)),
+        rows_in_run=max(counts) if counts else None, evaluated=len(source.row_ids), videos=videos,
+        finished=finished.isoformat(timespec="seconds"))
+
+
+def _cached_hub_metadata(revision: str, cache_dir: str | None) -> str | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(DATASET_ID, f"{TEST_SPLIT}/{METADATA_FILE}", cache_dir=cache_dir,
+                                   revision=revision, repo_type="dataset")
+    return found if isinstance(found, str) else None
+
+
+def _subset_rows(path: str) -> dict[str, int] | None:
+    """Rows per subset (the first component of ``file_name``); None when a line cannot be read."""
+    counts: Counter[str] = Counter()
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            for line in handle:
+                if line.strip():
+                    counts[str(json.loads(line)["file_name"]).split("/", 1)[0]] += 1
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return dict(counts)
+
+
+def data_read(data: str, revision: str, cache_dir: str | None = None) -> DataRead:
+    """The metadata hash and rows per subset of one revision a run read, from the copy it was read from.
+
+    Args:
+        data: The scenario's ``data`` argument (a local copy's folder as the run entry gave it).
+        revision: The revision the instances record.
+        cache_dir: The Hugging Face cache ``data=hf`` runs used (None: huggingface_hub's default, ``HF_HUB_CACHE``).
+    """
+    if data == HUB:
+        path = _cached_hub_metadata(revision, cache_dir)
+        if path is None:
+            return DataRead(data, revision, None, f"no {TEST_SPLIT}/{METADATA_FILE} for that commit in the Hugging "
+                            f"Face cache; fetch it with `hf download {DATASET_ID} {TEST_SPLIT}/{METADATA_FILE} "
+                            f"--repo-type dataset --revision {revision}`")
+    else:
+        root = sample_root() if data == SAMPLE else os.path.abspath(os.path.expanduser(data))
+        path = os.path.join(root, TEST_SPLIT, METADATA_FILE)
+        if not os.path.isfile(path):
+            return DataRead(data, revision, None, f"{path} not found (the runs' data copy is not here)")
+    digest = file_digest(path)
+    prefix = SAMPLE_REVISION_PREFIX if data == SAMPLE else LOCAL_REVISION_PREFIX
+    if data != HUB and revision.startswith(prefix) and not digest.startswith(revision[len(prefix):]):
+        return DataRead(data, revision, None, f"{path} changed since the runs read it (its SHA-256 {digest[:16]} "
+                        f"does not match the recorded revision {revision})")
+    return DataRead(data, revision, digest, "", _subset_rows(path))
+
+
+def _subset_mae(model: ModelRows) -> dict[str, float]:
+    errors: dict[str, list[float]] = {}
+    for row in model.rows:
+        if row.abs_error is not None:
+            errors.setdefault(row.subset, []).append(row.abs_error)
+    return {subset: sum(errors[subset]) / len(errors[subset]) for subset in subset_order(errors)}
+
+
+def _model_facts(model: ModelRows, runs: dict[str, RunFacts], reads: dict[tuple[str, str], DataRead],
+                 published_sha256: str) -> ModelFacts:
+    used = [runs[name] for name in sorted(set(model.run_of_subset.values()))]
+    model_reads = [reads[key] for key in dict.fromkeys((run.data, revision) for run in used
+                                                       for revision in run.revisions)]
+    coverage = []
+    evaluated = Counter(row.subset for row in model.rows)
+    for subset in subset_order(evaluated):
+        run = runs[model.run_of_subset[subset]]
+        known = [reads[(run.data, revision)].subset_rows for revision in run.revisions]
+        expected = known[0].get(subset, 0) if len(known) == 1 and known[0] is not None else (
+            run.rows_in_run if run.subset == subset else None)
+        coverage.append(SubsetCoverage(subset, evaluated[subset], expected))
+    departures = tuple(dict.fromkeys(departure for run in used for departure in run.departures))
+    evidence = ModelEvidence(model.model, tuple(model_reads), tuple(coverage), departures)
+    first = used[0].spec["adapter"] if used else {}
+    return ModelFacts(model.model, str(first.get("model", model.model)),
+                      str(first.get("model_deployment") or first.get("model") or ""), model.display_name, used,
+                      _subset_mae(model), evidence, judge(evidence, published_sha256))
+
+
+def gather(suite: SuiteRows, output_path: str, published_sha256: str = PUBLISHED_METADATA_SHA256,
+           cache_dir: str | None = None) -> SuiteFacts:
+    """Every row's facts and verdict, from a suite the report's loader read.
+
+    Args:
+        suite: :func:`load_suite`'s result.
+        output_path: helm-run's ``-o`` folder.
+        published_sha256: The SHA-256 the public ``test/metadata.jsonl`` must have (tests pass their copy's).
+        cache_dir: The Hugging Face cache of the ``data=hf`` runs (None: ``HF_HUB_CACHE``).
+    """
+    names = sorted({name for model in suite.models for name in model.run_of_subset.values()})
+    runs = {name: run_facts(name, suite.sources[name]) for name in names}
+    keys = dict.fromkeys((run.data, revision) for run in runs.values() for revision in run.revisions)
+    reads = {key: data_read(key[0], key[1], cache_dir) for key in keys}
+    models = [_model_facts(model, runs, reads, published_sha256) for model in suite.models]
+    return SuiteFacts(suite.suite, output_path, models, reads, published_sha256)
+
+
+def suite_facts(output_path: str, suite: str, display_names: Mapping[str, str] | None = None,
+                published_sha256: str = PUBLISHED_METADATA_SHA256, cache_dir: str | None = None) -> SuiteFacts:
+    """:func:`gather` on a suite read from disk (raises the loader's ``ReportError`` on a missing or empty one)."""
+    return gather(load_suite(output_path, suite, dict(display_names or {})), output_path, published_sha256,
+                  cache_dir)

@@ -1,0 +1,1 @@
+"""``roboreward report``: macro MAE with clustered bootstrap intervals, pairwise tests, tables and plots."""
