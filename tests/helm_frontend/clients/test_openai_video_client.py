@@ -707,14 +707,14 @@ print(json.dumps(sorted(name for name in sys.modules if name.startswith("helm_ro
 """
 
 
-def test_a_default_request_loads_only_the_request_path(leaky_video: Path) -> None:
-    """A default request loads the modules HELM names, ``common`` and the reply check (integrity every reply passes);
-    each other extra (limits, file transport, log-probabilities, failure messages) loads when used."""
+def test_a_default_request_loads_only_the_official_clients(leaky_video: Path) -> None:
+    """The two official clients and a default vLLM request load their own modules and what they share, no other
+    client (Gemini's, the baselines)."""
     done = subprocess.run([sys.executable, "-c", _DEFAULT_REQUEST, str(leaky_video)], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[2], check=False)
+                          cwd=Path(__file__).resolve().parents[3], check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == [
         "helm_roboreward.helm_frontend.clients", "helm_roboreward.helm_frontend.clients.chat_replies",
-        "helm_roboreward.helm_frontend.clients.openai_video_client",
-        "helm_roboreward.helm_frontend.clients.chat_replies",
+        "helm_roboreward.helm_frontend.clients.logprobs", "helm_roboreward.helm_frontend.clients.openai_video_client",
+        "helm_roboreward.helm_frontend.clients.pyav_decoder",
         "helm_roboreward.helm_frontend.clients.transformers_client"]

@@ -37,7 +37,7 @@ from helm_roboreward.protocol.score_probabilities import (
 )
 from tests.helpers.tiny_qwen3vl import IM_END
 
-SAMPLE = Path(__file__).resolve().parents[2] / "helm_roboreward" / "sample" / "test"
+SAMPLE = Path(__file__).resolve().parents[3] / "helm_roboreward" / "sample" / "test"
 VIDEO = SAMPLE / next(row["file_name"] for row in map(json.loads, (SAMPLE / "metadata.jsonl").read_text().splitlines())
                       if row["file_name"].startswith("sim_panda/"))
 TASKS = ("pick up the red block", "put the cube in the bowl", "push the button", "open the drawer")
