@@ -16,12 +16,24 @@ its worker while the other worker runs the rest.
 
 And one reporting hook for ``scripts/test``: the tests skipped for want of a system component (a browser, Slurm,
 FFmpeg's shared libraries), counted per component, go to the file ``$ROBOREWARD_SKIP_SUMMARY`` names.
+
+And two settings made when this file loads, before any test runs, inherited by every process a test starts:
+
+- the normal time-sharing scheduler (:func:`leave_real_time_scheduling`): started under a real-time policy
+  (``SCHED_FIFO`` / ``SCHED_RR``, e.g. by a launcher's ``chrt``), two threads that busy-wait (an exiting thread
+  pool's threads, a process reaping its children) keep both cores of a 2-core machine and never let run the thread
+  they wait for; the worker then hangs for good and starves everything else, pytest-timeout's watchdog included;
+- every thread pool of native code capped at one thread (:data:`ONE_THREAD`): two pytest-xdist workers, the HELM
+  subprocesses they start and each process's OpenMP team otherwise ask for several times the cores of a 2-core
+  machine, and OpenMP's threads wait for one another at every parallel region. Results do not depend on it: the
+  tests compare answers made in the same conditions.
 """
 
 import importlib.util
 import os
 import pickle
 import re
+import sys
 from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
@@ -29,7 +41,35 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.helpers import regeneration
+from tests.helpers import regeneration  # (none of the imports above loads torch or numpy)
+
+
+def leave_real_time_scheduling() -> None:
+    """Move every thread of this process from a real-time scheduling policy to ``SCHED_OTHER`` (Linux; else no-op).
+
+    Threads and processes started later inherit it. Lowering a policy needs no privilege.
+    """
+    real_time = {getattr(os, name) for name in ("SCHED_FIFO", "SCHED_RR") if hasattr(os, name)}
+    if not real_time or not hasattr(os, "sched_setscheduler"):
+        return
+    tasks = Path("/proc/self/task")
+    for thread in sorted(int(name) for name in os.listdir(tasks)) if tasks.is_dir() else [0]:
+        try:
+            if os.sched_getscheduler(thread) in real_time:
+                os.sched_setscheduler(thread, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:  # the thread has ended meanwhile
+            pass
+
+
+leave_real_time_scheduling()
+
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+              "TOKENIZERS_PARALLELISM": "false"}
+"""Set here, overriding the caller's values, before any test module imports torch, numpy or tokenizers (they read
+them once, when loaded); every subprocess a test starts inherits them."""
+os.environ.update(ONE_THREAD)
+if "torch" in sys.modules:  # imported before this file (by a plugin): its thread pool has sized itself already
+    sys.modules["torch"].set_num_threads(1)
 
 if TYPE_CHECKING:  # imported when first used: collecting the unit tests needs neither HELM nor PyAV
     from tests.helpers.suite import SampleSuite, SuiteCopy
