@@ -133,7 +133,7 @@ def make_rollouts(videos: Sequence[Video]) -> list[Rollout]:
     rollouts = []
     for line, video in enumerate(videos, start=1):
         stem = os.path.splitext(os.path.basename(video.path))[0]
-        row = MetadataRow(line=line, file_name=f"{video.kind}/{stem}.mp4", task="benchmark", reward=3)
+        row = MetadataRow(line=line, file_name=f"{video.kind}/{stem}.mp4", task="benchmark", gold_score=3)
         rollouts.append(Rollout(row=row, video_path=video.path, kind="natural", episode=stem, robot="synthetic"))
     return rollouts
 

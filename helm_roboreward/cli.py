@@ -49,7 +49,7 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
 def add_frame_options(parser: argparse.ArgumentParser) -> None:
     """The media options, mirroring the run-entry arguments (defaults: the official frame rule)."""
     parser.add_argument("--video", choices=["frames", "native"], default="frames",
-                        help="frames (default): JPEG frames; native: content-addressed mp4 copies")
+                        help="frames (default): JPEG frames; native: native mp4s (metadata-clean, content-addressed)")
     parser.add_argument("--fps", type=float, default=OFFICIAL_FRAMES_PER_SECOND, help="frames kept per second")
     parser.add_argument("--last-frame", action="store_true", help="also keep the final frame")
     parser.add_argument("--max-frames", type=int, default=0, help="cap on frames per video (0: none)")
@@ -131,11 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("--jobs", type=int, default=0, help="worker processes (default: CPU count)")
     prepare.add_argument("--quiet", action="store_true", help="no progress bar")
     prepare.set_defaults(handler=_prepare)
-    audit = commands.add_parser("audit", help="check a copy of the test split against the published counts",
-                                description="Count a copy's rows, labels, videos, copies, links and clusters per "
-                                "subset and kind (videos are hashed, never decoded; nothing is sent to a model) and "
-                                "say where it differs from the published split. --data hf downloads what the cache "
-                                "lacks first (the metadata and the requested subsets' videos, as a run would).")
+    audit = commands.add_parser("audit", help="check a local copy of the test split against the published counts",
+                                description="Count a local copy's rows, gold scores, videos, shared videos, links and "
+                                "clusters per subset and kind (videos are hashed, never decoded; nothing is sent to a "
+                                "model) and say where it differs from the published split. --data hf downloads what "
+                                "the cache lacks first (the metadata and the requested subsets' videos, as a run "
+                                "would).")
     add_data_options(audit)
     audit.set_defaults(handler=_audit)
     export = commands.add_parser("export-media", help="copy a suite's frames and videos into a helm-server export",

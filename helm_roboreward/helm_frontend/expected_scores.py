@@ -37,7 +37,7 @@ ORDERING_ON_EXPECTED = ("preference_accuracy", "ladder_accuracy", "ladder_tau_b"
                         "success_f1", "success_mcc")
 
 
-def instance_stats(request_state: RequestState, gold: int) -> list[Stat]:
+def instance_stats(request_state: RequestState, gold_score: int) -> list[Stat]:
     """The expected-score stats of one request (only ``expected_score_available`` 0 when there is no distribution)."""
     result = request_state.result
     distribution = None
@@ -50,37 +50,38 @@ def instance_stats(request_state: RequestState, gold: int) -> list[Stat]:
         return [Stat(MetricName("expected_score_available")).add(0.0)]
     expected = expected_score(distribution)
     success = success_probability(distribution)
-    outcome = 1.0 if gold == MAX_SCORE else 0.0
+    outcome = 1.0 if gold_score == MAX_SCORE else 0.0
     return [
         Stat(MetricName("expected_score_available")).add(1.0),
         Stat(MetricName("expected_score")).add(expected),
-        Stat(MetricName("expected_abs_error")).add(abs(expected - gold)),
+        Stat(MetricName("expected_abs_error")).add(abs(expected - gold_score)),
         Stat(MetricName("success_probability")).add(success),
         Stat(MetricName("success_brier")).add((success - outcome) ** 2),
     ]
 
 
 def derived_stats(per_instance_stats: dict[Instance, list[Stat]], skip_failed: bool,
-                  gold_score: Callable[[Instance], int]) -> list[Stat]:
+                  gold_score_of: Callable[[Instance], int]) -> list[Stat]:
     """The run's parsed-score and expected-score stats (``skip_failed``: over the answered requests only).
 
-    ``gold_score``: the metric's reader of an instance's gold score.
+    ``gold_score_of``: the metric's reader of an instance's gold score.
     """
     counted = {instance: stats for instance, stats in per_instance_stats.items() if not skip_failed
                or not any(stat.name.name == "failed_request" and stat.sum > 0 for stat in stats)}
-    gold_of = {instance: float(gold_score(instance)) for instance in counted}
-    return parsed_score_stats(counted, gold_of) + run_stats(counted, gold_of)
+    gold_scores = {instance: float(gold_score_of(instance)) for instance in counted}
+    return parsed_score_stats(counted, gold_scores) + run_stats(counted, gold_scores)
 
 
-def _scored_row(instance: Instance, gold: float, score: float | None) -> ScoredRow:
+def _scored_row(instance: Instance, gold_score: float, score: float | None) -> ScoredRow:
     record = InstanceRecord.from_extra_data(instance.extra_data)
     return ScoredRow(str(instance.id), record.subset, record.task, record.video_sha256, record.episode, record.kind,
-                     gold, score)
+                     gold_score, score)
 
 
-def parsed_score_stats(per_instance_stats: dict[Instance, list[Stat]], gold_of: "dict[Instance, float]") -> list[Stat]:
+def parsed_score_stats(per_instance_stats: dict[Instance, list[Stat]],
+                       gold_scores: "dict[Instance, float]") -> list[Stat]:
     """The reward-model statistics on the parsed scores (none for an unparseable answer or a failed request)."""
-    rows = [_scored_row(instance, gold_of[instance], _mean_of(stats, "predicted_score"))
+    rows = [_scored_row(instance, gold_scores[instance], _mean_of(stats, "predicted_score"))
             for instance, stats in per_instance_stats.items()]
     return [Stat(MetricName(name)).add(value) for name, value in reward_model_stats(rows).items()]
 
@@ -90,19 +91,19 @@ def _mean_of(stats: list[Stat], name: str) -> float | None:
     return found[0] if found else None
 
 
-def run_stats(per_instance_stats: dict[Instance, list[Stat]], gold_of: "dict[Instance, float]") -> list[Stat]:
+def run_stats(per_instance_stats: dict[Instance, list[Stat]], gold_scores: "dict[Instance, float]") -> list[Stat]:
     """Coverage, calibration and the ordering statistics on the expected score, for one run."""
     rows: list[ScoredRow] = []
     calibration: list[tuple[float, float]] = []
     available = 0
     for instance, stats in per_instance_stats.items():
         expected = _mean_of(stats, "expected_score")
-        gold = gold_of[instance]
-        rows.append(_scored_row(instance, gold, expected))
+        gold_score = gold_scores[instance]
+        rows.append(_scored_row(instance, gold_score, expected))
         success = _mean_of(stats, "success_probability")
         if expected is not None and success is not None:
             available += 1
-            calibration.append((success, 1.0 if gold == MAX_SCORE else 0.0))
+            calibration.append((success, 1.0 if gold_score == MAX_SCORE else 0.0))
     total = len(per_instance_stats)
     coverage = available / total if total else 0.0
     out = [Stat(MetricName("expected_score_coverage")).add(coverage)]

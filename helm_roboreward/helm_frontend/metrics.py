@@ -1,7 +1,8 @@
 """The RoboReward metric: each answer scored by the official rule, and the macro MAE over subsets.
 
 Rules: docs/protocol.md, sections 6-7; every stat: docs/leaderboard_and_report.md. ``mae_subset_<id>``, ``mae_robot_*``
-and ``mae_kind_*`` copy ``abs_error`` on the matching rows only, so their run-level mean is that group's MAE.
+and ``mae_kind_*`` are breakdown stats: ``abs_error`` reported on the matching rows only, so their run-level mean is
+that group's MAE.
 """
 
 from collections import defaultdict
@@ -20,15 +21,15 @@ from helm_roboreward.protocol import rules as protocol
 from helm_roboreward.protocol.instance_record import InstanceRecord
 from helm_roboreward.protocol.stat_catalogue import (
     STATS,
-    gold_prediction,
-    gold_prediction_rows,
     kind_mae,
+    predicted_score_gold,
+    predicted_score_gold_rows,
     robot_mae,
     subset_mae,
 )
 
 
-def gold_score(instance: Instance) -> int:
+def gold_score_of(instance: Instance) -> int:
     """The gold progress score of an instance (its single correct reference)."""
     reference = instance.first_correct_reference
     if reference is None:
@@ -44,14 +45,15 @@ def instance_stats(scored: protocol.ScoredPrediction, record: InstanceRecord, an
     """The stats of one answered request, or (``answered=False``) the error terms of a failed one."""
     stats = [_stat("abs_error", scored.abs_error), _stat("squared_error", scored.squared_error),
              _stat("exact_match", scored.exact_match), _stat("within_one", scored.within_one),
-             _stat("gold_score", scored.gold)]
+             _stat("gold_score", scored.gold_score)]
     if answered:
         stats.append(_stat("invalid_output", scored.invalid_output))
         # Rates over the rows they are about, so the run's mean is the rate itself.
-        stats.append(_stat("false_success", scored.false_success) if scored.gold < protocol.MAX_SCORE
+        stats.append(_stat("false_success", scored.false_success) if scored.gold_score < protocol.MAX_SCORE
                      else _stat("missed_success", scored.missed_success))
     if scored.predicted is not None:
-        stats += [_stat("predicted_score", scored.predicted), _stat(gold_prediction(scored.gold), scored.predicted)]
+        stats += [_stat("predicted_score", scored.predicted),
+                  _stat(predicted_score_gold(scored.gold_score), scored.predicted)]
     if scored.signed_error is not None:
         stats.append(_stat("signed_error", scored.signed_error))
     breakdowns = ((record.subset, subset_mae), (record.robot, robot_mae), (record.kind, kind_mae))
@@ -85,18 +87,18 @@ class RoboRewardMetric(Metric):
         """Score one request."""
         instance = request_state.instance
         record = InstanceRecord.from_extra_data(instance.extra_data)
-        gold = gold_score(instance)
+        gold_score = gold_score_of(instance)
         result = request_state.result  # its text leaves out reasoning the client returned apart; None: failed
         text = result.completions[0].text if result is not None and result.success and result.completions else None
         stats = [_stat("failed_request", 1.0 if text is None else 0.0)] + request_stats(request_state, record)
         if text is None and self.failed == protocol.SKIP:
             return stats
-        scored = (protocol.maximum_error_score(gold, invalid_output=False) if text is None
-                  else protocol.score_prediction(text, gold))
+        scored = (protocol.maximum_error_score(gold_score, invalid_output=False) if text is None
+                  else protocol.score_prediction(text, gold_score))
         stats += instance_stats(scored, record, answered=text is not None)
         if self.score == protocol.EXPECTED:
 
-            stats += expected_scores.instance_stats(request_state, gold)
+            stats += expected_scores.instance_stats(request_state, gold_score)
         return stats
 
     def derive_per_instance_stats(self, per_instance_stats: dict[Instance, list[Stat]]) -> list[Stat]:
@@ -106,7 +108,7 @@ class RoboRewardMetric(Metric):
         errors_by_subset: dict[str, list[float]] = defaultdict(list)
         rows_in_run: set[int] = set()
         counts: dict[str, int] = defaultdict(int)
-        counted_names = {"abs_error", *(gold_prediction(gold) for gold in protocol.GOLD_LABELS)}
+        counted_names = {"abs_error", *(predicted_score_gold(gold_score) for gold_score in protocol.RUBRIC_SCORES)}
         for instance, stats in per_instance_stats.items():
             record = InstanceRecord.from_extra_data(instance.extra_data)
             rows_in_run.add(record.rows_in_run or 0)
@@ -128,11 +130,12 @@ class RoboRewardMetric(Metric):
             derived += [_stat("macro_mae", sum(subset_maes) / len(subset_maes)), _stat("num_subsets", len(subset_maes))]
         # HELM keeps a run's mean, not how many rows it averaged: the summarizer's micro means weigh by these.
         derived.append(_stat("error_rows", counts["abs_error"]))
-        derived += [_stat(gold_prediction_rows(gold), counts[gold_prediction(gold)]) for gold in protocol.GOLD_LABELS]
+        derived += [_stat(predicted_score_gold_rows(gold_score), counts[predicted_score_gold(gold_score)])
+                    for gold_score in protocol.RUBRIC_SCORES]
         if self.score == protocol.EXPECTED:
 
             derived += expected_scores.derived_stats(per_instance_stats, self.failed == protocol.SKIP,
-                                                  gold_score)
+                                                  gold_score_of)
         return derived
 
     def get_metadata(self) -> list[MetricMetadata]:

@@ -1,7 +1,7 @@
 """Registering the package's models and deployments with HELM: only names HELM does not know, no new defaults.
 
-Twin deployments (the option departures) register only when a run asks for one: :mod:`.variants`. Registration
-order and HELM's default deployments: docs/data.md.
+Option deployments (the deployments serving ``layout=``, ``decoding=`` and ``score=``) register only when a run asks
+for one (:func:`register_option_deployments`). Registration order and HELM's default deployments: docs/data.md.
 """
 
 import dataclasses
@@ -26,12 +26,15 @@ from helm_roboreward.protocol.rules import CHECKPOINT, GREEDY, HELM_GEMINI_CLIEN
 
 LOGPROBS_CLIENTS = (protocol.TRANSFORMERS_CLIENT, protocol.OPENAI_VIDEO_CLIENT)
 """The clients that can record the answer's token log-probabilities (their ``top_logprobs`` argument)."""
-TWIN_SUFFIXES = {"layout": "-one-message", "decoding": "-greedy", "score": "-logprobs"}
-"""A twin's name: its deployment's name, then the suffix of each departure it serves, in this order."""
+OPTION_DEPLOYMENT_SUFFIXES = {"layout": "-one-message", "decoding": "-greedy", "score": "-logprobs"}
+"""An option deployment's name: its deployment's name, then the suffix of each option it serves, in this order."""
 
 
-def departures_served(client: deployments.ClientSpec) -> dict[str, str]:
-    """The departures a deployment's client serves, by run-entry argument (a twin's, or one the user wrote)."""
+def options_served(client: deployments.ClientSpec) -> dict[str, str]:
+    """The options a deployment's client serves, by run-entry argument.
+
+    The deployment is an option deployment, or one the user wrote with such a client.
+    """
     served = {"layout": protocol.ONE_MESSAGE} if client.class_name == protocol.ONE_MESSAGE_GEMINI_CLIENT else {}
     if client.class_name in LOGPROBS_CLIENTS:  # greedy and log-probabilities: the package's own clients only
         if client.args.get("decoding") == protocol.GREEDY:
@@ -92,29 +95,33 @@ def preferred_deployment(model: str) -> str | None:
     return None
 
 
-def is_twin(deployment: deployments.ModelDeployment) -> bool:
-    """True for a deployment named and configured as a twin (``<deployment>-greedy`` serving ``decoding=greedy``)."""
-    return any(deployment.name.endswith(TWIN_SUFFIXES[option]) for option in departures_served(deployment.client_spec))
+def is_option_deployment(deployment: deployments.ModelDeployment) -> bool:
+    """True for a deployment named and configured as an option deployment (``x-greedy`` serving ``decoding=greedy``)."""
+    return any(deployment.name.endswith(OPTION_DEPLOYMENT_SUFFIXES[option])
+               for option in options_served(deployment.client_spec))
 
 
 def keep_helm_defaults() -> None:
     """Order the deployments so that no model's default deployment in HELM (the last one registered) changes.
 
-    Twins go first, then the package's deployments of models HELM also deploys, then the rest, each in its order.
+    Option deployments go first, then the package's deployments of models HELM also deploys, then the rest, each in
+    its order.
     """
     ours = {deployment.name for deployment in _package_deployments()}
-    twins = {d.name for d in deployments.ALL_MODEL_DEPLOYMENTS if is_twin(d)}
-    theirs = {d.model_name for d in deployments.ALL_MODEL_DEPLOYMENTS if d.name not in ours and d.name not in twins}
+    option_deployments = {d.name for d in deployments.ALL_MODEL_DEPLOYMENTS if is_option_deployment(d)}
+    theirs = {d.model_name for d in deployments.ALL_MODEL_DEPLOYMENTS
+              if d.name not in ours and d.name not in option_deployments}
     moved = {d.name for d in deployments.ALL_MODEL_DEPLOYMENTS if d.name in ours and d.model_name in theirs}
     # A stable sort: each group keeps its order.
-    deployments.ALL_MODEL_DEPLOYMENTS.sort(key=lambda d: 0 if d.name in twins else 1 if d.name in moved else 2)
+    deployments.ALL_MODEL_DEPLOYMENTS.sort(
+        key=lambda d: 0 if d.name in option_deployments else 1 if d.name in moved else 2)
 
 
 LOGPROBS_TOP_N = 20  # the most OpenAI-compatible servers return (vLLM's default --max-logprobs)
 
 
-def has_twin(option: str, deployment: ModelDeployment) -> bool:
-    """True when ``deployment`` gets a twin serving ``option``'s departure."""
+def has_option_deployment(option: str, deployment: ModelDeployment) -> bool:
+    """True when ``deployment`` gets an option deployment serving ``option``'s non-default value."""
     client, model = deployment.client_spec, (deployment.model_name or "").lower()
     if option == "layout":
         return client.class_name == HELM_GEMINI_CLIENT and model.startswith("google/gemini")
@@ -123,8 +130,8 @@ def has_twin(option: str, deployment: ModelDeployment) -> bool:
     return not client.args.get("top_logprobs") if option == "score" else client.args.get("decoding") == CHECKPOINT
 
 
-def twin(option: str, deployment: ModelDeployment) -> ModelDeployment:
-    """The twin of ``deployment`` serving ``option``'s departure."""
+def option_deployment(option: str, deployment: ModelDeployment) -> ModelDeployment:
+    """The option deployment of ``deployment`` serving ``option``'s non-default value."""
     args, class_name = dict(deployment.client_spec.args), deployment.client_spec.class_name
     if option == "layout":
         class_name = ONE_MESSAGE_GEMINI_CLIENT
@@ -132,22 +139,22 @@ def twin(option: str, deployment: ModelDeployment) -> ModelDeployment:
         args["top_logprobs"] = LOGPROBS_TOP_N
     else:
         args["decoding"] = GREEDY
-    return dataclasses.replace(deployment, name=deployment.name + TWIN_SUFFIXES[option],
+    return dataclasses.replace(deployment, name=deployment.name + OPTION_DEPLOYMENT_SUFFIXES[option],
                                client_spec=ClientSpec(class_name=class_name, args=args))
 
 
-def register_variant_twins() -> list[str]:
-    """Register the twins of every deployment that has them (idempotent); returns the names added."""
+def register_option_deployments() -> list[str]:
+    """Register the option deployments of every deployment that has them (idempotent); returns the names added."""
     added: list[str] = []
-    options = list(TWIN_SUFFIXES)
+    options = list(OPTION_DEPLOYMENT_SUFFIXES)
     # From the option after the last one served: x -> x-greedy -> x-greedy-logprobs, never x-logprobs-greedy.
-    pending = [(d, max((options.index(o) + 1 for o in departures_served(d.client_spec)), default=0))
+    pending = [(d, max((options.index(o) + 1 for o in options_served(d.client_spec)), default=0))
                for d in list(ALL_MODEL_DEPLOYMENTS)]
     while pending:
         deployment, start = pending.pop()
         for index in range(start, len(options)):
-            if has_twin(options[index], deployment):
-                made = twin(options[index], deployment)
+            if has_option_deployment(options[index], deployment):
+                made = option_deployment(options[index], deployment)
                 if made.name not in DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT:
                     register_deployment(made)
                     added.append(made.name)
@@ -157,13 +164,14 @@ def register_variant_twins() -> list[str]:
     return added
 
 
-def serving(deployment_name: str, departures: dict[str, str]) -> str:
-    """The deployment serving the departures asked for; one its client has no twin for changes nothing."""
-    register_variant_twins()
-    for option in TWIN_SUFFIXES:
-        deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment_name)  # None: one HELM generates, no twins
-        if option not in departures or deployment is None:
+def deployment_serving(deployment_name: str, options: dict[str, str]) -> str:
+    """The deployment serving the options asked for; one its client has no option deployment for changes nothing."""
+    register_option_deployments()
+    for option in OPTION_DEPLOYMENT_SUFFIXES:
+        # None: a deployment HELM generates, which has no option deployments
+        deployment = DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment_name)
+        if option not in options or deployment is None:
             continue
-        if option not in departures_served(deployment.client_spec) and has_twin(option, deployment):
-            deployment_name += TWIN_SUFFIXES[option]
+        if option not in options_served(deployment.client_spec) and has_option_deployment(option, deployment):
+            deployment_name += OPTION_DEPLOYMENT_SUFFIXES[option]
     return deployment_name

@@ -9,7 +9,7 @@ import os
 from helm.benchmark.config_registry import register_builtin_configs_from_helm_package, register_configs_from_directory
 
 import helm_roboreward.helm_frontend.run_specs  # noqa: F401  (registers the roboreward run spec function)
-from helm_roboreward.helm_frontend.model_registry import register_package_models, register_variant_twins
+from helm_roboreward.helm_frontend.model_registry import register_option_deployments, register_package_models
 
 register_package_models()
 
@@ -46,7 +46,7 @@ def load_registries(local_path: str) -> None:
     # The plugin registers on its first import only; calling again covers a process that imported it before
     # the local path's models were registered (both calls add only what is missing).
     register_package_models()
-    register_variant_twins()
+    register_option_deployments()
     _LOADED.append(folder)
 
 

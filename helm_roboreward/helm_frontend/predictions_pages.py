@@ -253,7 +253,7 @@ def reward_model_values(run: Run, per_instance: Any = None) -> tuple[dict[str, f
     except UnusableRunError as error:
         return None, (f"RoboReward: run {run.run_path}: {error}; its reward-model statistics are left out of the "
                       "leaderboard's tables (and roboreward report refuses the run). Fix: rerun helm-run for it.")
-    return reward_model_stats(scored(row, PARSED) for row in rows.values() if row.gold is not None
+    return reward_model_stats(scored(row, PARSED) for row in rows.values() if row.gold_score is not None
                               and not row.left_out), None
 
 

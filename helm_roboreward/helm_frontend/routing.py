@@ -21,11 +21,11 @@ from helm.common.hierarchical_logger import hlog, hwarn
 from helm_roboreward.helm_frontend import refusals
 from helm_roboreward.helm_frontend.model_registry import (
     LOGPROBS_CLIENTS,
-    TWIN_SUFFIXES,
-    departures_served,
+    OPTION_DEPLOYMENT_SUFFIXES,
+    deployment_serving,
+    options_served,
     preferred_deployment,
-    register_variant_twins,
-    serving,
+    register_option_deployments,
 )
 from helm_roboreward.helm_frontend.refusals import (
     check_not_retired,
@@ -58,8 +58,8 @@ class RoutingRequest:
     deployment: str = ""
     name_prefix: str = ""  # the part of the run name this package wrote; HELM's expanders append theirs
 
-    def departures(self) -> dict[str, str]:
-        """The departures asked for that twin deployments serve, by run-entry argument."""
+    def deployment_options(self) -> dict[str, str]:
+        """The non-default options asked for that option deployments serve, by run-entry argument."""
         asked = {"layout": self.layout, "decoding": self.decoding, "score": self.score}
         return {option: value for option, value in asked.items() if value not in (protocol.OFFICIAL, protocol.PARSED)}
 
@@ -100,7 +100,7 @@ def roboreward_deployment(model: str) -> str | None:
     return preferred_deployment(model) or deployments.get_default_model_deployment_for_model(model) or None
 
 
-def data_label(data: str) -> str:
+def run_name_data(data: str) -> str:
     """The ``data`` value in a run name: a local path becomes ``<folder>-<hash of the absolute path>``."""
     if data in ("hf", "sample"):
         return data
@@ -109,24 +109,24 @@ def data_label(data: str) -> str:
     return f"{folder}-{hashlib.sha256(absolute.encode('utf-8')).hexdigest()[:8]}"
 
 
-def revision_label(revision: str) -> str:
+def run_name_revision(revision: str) -> str:
     """The ``revision`` value in a run name: percent-encoded, one-to-one, so ``refs/pr/1`` stays one folder."""
     return urllib.parse.quote(revision, safe="")
 
 
 def run_name_prefix(args: dict[str, Any], request: RoutingRequest, mode: str, deployment: str | None) -> str:
-    """``roboreward:subset=..,data=..,video=<mode>,<frame options>,<departures served>,score=..,failed=..``."""
+    """``roboreward:subset=..,data=..,video=<mode>,<frame options>,<options served>,score=..,failed=..``."""
     parts = [f"subset={args['subset']}"]
     if "data" in args:
-        parts.append(f"data={data_label(str(args['data']))}")
+        parts.append(f"data={run_name_data(str(args['data']))}")
     if "revision" in args:
-        parts.append(f"revision={revision_label(str(args['revision']))}")
+        parts.append(f"revision={run_name_revision(str(args['revision']))}")
     parts.append(f"video={mode}")
     if mode != NATIVE:
         parts += request.frame_options.run_name_options()
     registered = deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT.get(deployment or "")  # None: HELM generates it
-    if registered is not None:  # the departures its deployment serves (score=expected is named below)
-        served = departures_served(registered.client_spec)
+    if registered is not None:  # the options its deployment serves (score=expected is named below)
+        served = options_served(registered.client_spec)
         parts += [f"{option}={value}" for option, value in served.items() if option != "score"]
     if request.score != protocol.PARSED:
         parts.append(f"score={request.score}")
@@ -147,9 +147,10 @@ def scenario_args(base: dict[str, Any], mode: str, options: FrameOptions) -> dic
 
 
 def _deployment(name: str) -> deployments.ModelDeployment:
-    if name not in deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT and name.endswith(tuple(TWIN_SUFFIXES.values())):
+    if (name not in deployments.DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT
+            and name.endswith(tuple(OPTION_DEPLOYMENT_SUFFIXES.values()))):
 
-        register_variant_twins()
+        register_option_deployments()
     try:
         return deployments.get_model_deployment(name)
     except deployments.ModelDeploymentNotFoundError:
@@ -187,9 +188,9 @@ def route(spec: RunSpec, request: RoutingRequest) -> dict[str, Any]:
         raise ValueError(f"roboreward: HELM has no deployment for model {model!r}; see `roboreward models` or add "
                          "one with `roboreward add-model`")
     routed_deployment = _deployment(chosen).name
-    if request.departures():
+    if request.deployment_options():
 
-        routed_deployment = serving(routed_deployment, request.departures())
+        routed_deployment = deployment_serving(routed_deployment, request.deployment_options())
     client = _deployment(routed_deployment).client_spec
     declared = sorted(set(client.args) & set(protocol.DECLARED_LIMIT_ARGS))
     if declared and client.class_name != protocol.OPENAI_VIDEO_CLIENT:

@@ -1,4 +1,4 @@
-"""Reading a suite's RoboReward runs: one row per instance with its error, labels and cluster keys.
+"""Reading a suite's RoboReward runs: one row per instance with its error, gold score and cluster keys.
 
 Reads, per run folder under ``<output-path>/runs/<suite>/``: ``run_spec.json`` (scenario class,
 model), ``per_instance_stats.json`` (errors, scores, flags), ``stats.json`` (cross-check of the
@@ -42,7 +42,7 @@ class InstanceRow:
     video_sha256: str
     """Content hash of the video (counterfactual relabels of one video share it)."""
 
-    gold: float | None
+    gold_score: float | None
     predicted: float | None
     """Parsed score; None when unparseable or when the request failed."""
 
@@ -238,7 +238,7 @@ def all_failed_subsets(rows: Iterable[InstanceRow]) -> set[str]:
     return {row.subset for row in rows} - {row.subset for row in rows if not row.left_out}
 
 
-def gold_of(instance: dict[str, Any]) -> float | None:
+def recorded_gold_score(instance: dict[str, Any]) -> float | None:
     """The gold score of an instance as ``scenario_state.json`` records it (its reference tagged correct)."""
     for reference in instance.get("references", []):
         if "correct" in reference.get("tags", []):
@@ -266,7 +266,7 @@ def cluster_of_record(record: InstanceRecord, subset: str) -> str:
 def _row(instance_id: str, means: dict[str, float], instance: dict[str, Any], default_subset: str) -> InstanceRow:
     record = InstanceRecord.from_extra_data(instance.get("extra_data"))
     abs_error = means.get("abs_error")
-    gold = means.get("gold_score", gold_of(instance))
+    gold_score = means.get("gold_score", recorded_gold_score(instance))
     return InstanceRow(
         instance_id=instance_id,
         subset=record.subset or default_subset,
@@ -275,7 +275,7 @@ def _row(instance_id: str, means: dict[str, float], instance: dict[str, Any], de
         episode=record.episode,
         cluster=cluster_of_record(record, record.subset or default_subset),
         video_sha256=record.video_sha256,
-        gold=gold,
+        gold_score=gold_score,
         predicted=means.get("predicted_score"),
         abs_error=abs_error,
         invalid_output=means.get("invalid_output", 0.0) > 0,
@@ -390,7 +390,7 @@ def model_mismatch(run_name: str, model: str, deployment: str | None) -> str | N
     HELM writes ``model=<model>`` (``/`` as ``_``) into the run name from the run entry (a deployment named there
     instead also reads as agreeing); its leaderboard files the run under ``adapter_spec.model``. A run_spec.json
     copied or edited from another run would put its numbers in that model's row while its name says another
-    model. ``model_deployment=`` in a name is not compared: routing may run a twin of it (``-greedy``).
+    model. ``model_deployment=`` in a name is not compared: routing may run an option deployment of it (``-greedy``).
     """
     named = _name_option(run_name, "model")
     if named is None or named in (model.replace("/", "_"), (deployment or "").replace("/", "_")):
@@ -566,11 +566,11 @@ def label_notes(data_folders: Iterable[str]) -> list[str]:
         source = labels.get("source") if isinstance(labels, dict) else None
         if source == "placeholder":
             notes.append(f"data {folder}: placeholder labels (a `roboreward label` working copy): every statistic "
-                         "against gold here is meaningless")
+                         "against the gold scores here is meaningless")
         elif isinstance(labels, dict) and labels.get("coarse"):
             notes.append(f"data {folder}: coarse labels from {source} (5 when the episode's last frame succeeded, "
-                         "else 1; never 2..4): its MAE and per-label statistics are not comparable with the "
-                         "benchmark's graded labels")
+                         "else 1; never 2..4): its MAE and per-gold-score statistics are not comparable "
+                         "with the benchmark's graded gold scores")
     return notes
 
 
@@ -582,7 +582,7 @@ def scored(row: InstanceRow, score: str) -> ScoredRow:
     """
     value = row.expected if score == EXPECTED else row.predicted  # None for unparseable answers: they count as 1
     return ScoredRow(row.instance_id, row.subset, row.task, row.video_sha256, row.episode, row.kind,
-                     float(row.gold or 0.0), None if row.failed_request else value, cluster=row.cluster)
+                     float(row.gold_score or 0.0), None if row.failed_request else value, cluster=row.cluster)
 
 
 def media_objects(state: object) -> Iterator[tuple[str, str]]:

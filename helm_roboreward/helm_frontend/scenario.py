@@ -1,7 +1,7 @@
 """The RoboRewardBench scenario: one instance per test row (``teetone/RoboReward``, arXiv 2601.00675).
 
 Input: the rubric prompt with the row's task, then the mp4 or its frames, under content-addressed names (the file
-name and label never reach a model). Reference: the gold progress score.
+name and the gold score never reach a model). Reference: the gold score.
 """
 
 import hashlib
@@ -14,7 +14,7 @@ from helm.benchmark.scenarios.scenario import CORRECT_TAG, TEST_SPLIT, Input, In
 from helm.common.hierarchical_logger import hlog
 from helm.common.media_object import MediaObject, MultimediaObject
 
-from helm_roboreward.helm_frontend.model_registry import register_package_models, register_variant_twins
+from helm_roboreward.helm_frontend.model_registry import register_option_deployments, register_package_models
 from helm_roboreward.helm_frontend.refusals import unresolved_video
 from helm_roboreward.protocol.data_sources import resolve_data_source
 from helm_roboreward.protocol.instance_record import InstanceRecord
@@ -51,7 +51,7 @@ def worker_count() -> int:
 
 
 def instance_id(file_name: str) -> str:
-    """A stable, unique id from the row's file name that does not reveal the name (or its label)."""
+    """A stable, unique id from the row's file name that does not reveal the name (or the gold score a clip's holds)."""
     return "rr-" + hashlib.sha256(file_name.encode("utf-8")).hexdigest()[:16]
 
 
@@ -71,7 +71,7 @@ class RoboRewardScenario(Scenario):
             # HELM's Slurm worker loads no entry-point plugins but creates the scenario before any client: register
             # the package's models there, and every option deployment (the worker cannot know which one it needs).
             register_package_models()
-            register_variant_twins()
+            register_option_deployments()
         if video not in (FRAMES, NATIVE):
 
             raise unresolved_video(video, (FRAMES, NATIVE))
@@ -114,7 +114,7 @@ class RoboRewardScenario(Scenario):
             rows_in_run=rows_in_run,  # lets the metric see HELM's -m subsampling
         )
         return Instance(input=Input(multimedia_content=MultimediaObject(content)),
-                        references=[Reference(Output(text=str(rollout.row.reward)), tags=[CORRECT_TAG])],
+                        references=[Reference(Output(text=str(rollout.row.gold_score)), tags=[CORRECT_TAG])],
                         split=TEST_SPLIT, id=instance_id(rollout.row.file_name), extra_data=record.to_extra_data())
 
     def _write_provenance(self, output_path: str, revision: str, rollouts: list[Rollout]) -> None:

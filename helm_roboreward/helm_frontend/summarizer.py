@@ -9,7 +9,7 @@ Over HELM 0.5.16's summarizer it:
 - adds, to each leaderboard parent group, tables that the schema alone cannot express because
   they aggregate across subset runs: MAE by robot, MAE by augmentation kind, failure modes,
   cost per instance, reward-model metrics and the peer metrics (micro and macro MAE, exact and
-  within-1 accuracy, mean prediction per gold label);
+  within-1 accuracy, mean prediction per gold score);
 - lists a leaderboard group that has runs first in ``schema.json``, so the landing page
   (``helm-server --project robo-reward-bench``) shows the demo suite as well as a full suite;
 - still writes the leaderboard when media files a run points to are gone (a copy of ``runs/`` alone, a
@@ -51,13 +51,12 @@ from helm_roboreward.helm_frontend.predictions_pages import (  # noqa: F401 (mis
     model_mismatch_warning,
     run_pages,
 )
-from helm_roboreward.helm_frontend.routing import data_label, revision_label
+from helm_roboreward.helm_frontend.routing import run_name_data, run_name_revision
 from helm_roboreward.protocol.rows import KINDS
 from helm_roboreward.protocol.rules import (
     FRAME_FIELDS,
     LEADERBOARD_GROUPS,
-    MAX_SCORE,
-    MIN_SCORE,
+    RUBRIC_SCORES,
     SUBSET_PARENT_GROUPS,
     FrameOptions,
     subset_info,
@@ -66,13 +65,13 @@ from helm_roboreward.protocol.stat_catalogue import (
     COST,
     EXPECTED,
     FAILURE_MODES,
-    GOLD_PREDICTIONS,
+    PREDICTED_SCORE_GOLD_STATS,
     REWARD_MODEL,
     StatDefinition,
-    gold_prediction_rows,
     in_group,
     kind_mae,
     may_be_absent,
+    predicted_score_gold_rows,
     stat,
 )
 
@@ -89,9 +88,9 @@ _REWARD_AGGREGATION = {False: " Macro over subsets.", True: " Summed over subset
 EXPECTED_COLUMNS: tuple[StatDefinition, ...] = in_group(EXPECTED)
 """The expected-score table's columns (empty cells for runs without score=expected)."""
 PEER_RATES: tuple[StatDefinition, ...] = tuple(stat(name) for name in ("abs_error", "exact_match", "within_one"))
-"""The peer table's per-row stats, each macro over subsets and micro over rows (core/peer_metrics.py)."""
-PEER_PREDICTIONS: tuple[StatDefinition, ...] = tuple(stat(name) for name in GOLD_PREDICTIONS)
-"""The peer table's mean prediction per gold label, pooled over the runs' parsed answers."""
+"""The peer table's per-row stats, each macro over subsets and micro over rows (protocol/reward_statistics.py)."""
+PEER_PREDICTIONS: tuple[StatDefinition, ...] = tuple(stat(name) for name in PREDICTED_SCORE_GOLD_STATS)
+"""The peer table's mean prediction per gold score, pooled over the runs' parsed answers."""
 
 
 MAX_FOLDER_IN_NAME = 24
@@ -112,11 +111,11 @@ def table_name(group: str, subgroup: str, args: Mapping[str, Any]) -> str:
     """
     parts = []
     if "data" in args:
-        label = data_label(str(args["data"]))
-        folder, _, digest = label.rpartition("-")
-        parts.append(f"data={folder[:MAX_FOLDER_IN_NAME]}-{digest}" if folder else f"data={label}")
+        spelled = run_name_data(str(args["data"]))
+        folder, _, digest = spelled.rpartition("-")
+        parts.append(f"data={folder[:MAX_FOLDER_IN_NAME]}-{digest}" if folder else f"data={spelled}")
     if "revision" in args:
-        parts.append(f"revision={revision_label(str(args['revision']))}")
+        parts.append(f"revision={run_name_revision(str(args['revision']))}")
     parts.append(f"video={args.get('video', '')}")
     defaults = FrameOptions()
     options = FrameOptions(**{field: args.get(field, getattr(defaults, field)) for field in FRAME_FIELDS})
@@ -286,14 +285,14 @@ Aggregator = Callable[[list[Run]], float | None]
 
 
 def _peer_table(runs_by_model: dict[str, list[Run]]) -> Table:
-    """What peer evaluations report: MAE, exact and within-1 accuracy macro and micro, mean prediction per label."""
+    """What peer evaluations report: MAE, exact and within-1 accuracy (macro, micro), mean prediction per gold score."""
     columns = [(f"{column.display_name} ({kind})", f"{column.description} {how}", aggregate)
                for column in PEER_RATES for kind, how, aggregate in (
                    ("macro", "Macro over subsets.", _macro_over_subsets(column.name)),
                    ("micro", "Pooled over all rows.", _pooled(column.name, "error_rows")))]
     columns += [(column.display_name, column.description + " Pooled over subsets.",
-                 _pooled(column.name, gold_prediction_rows(gold)))
-                for gold, column in zip(range(MIN_SCORE, MAX_SCORE + 1), PEER_PREDICTIONS, strict=True)]
+                 _pooled(column.name, predicted_score_gold_rows(gold_score)))
+                for gold_score, column in zip(RUBRIC_SCORES, PEER_PREDICTIONS, strict=True)]
     directions = [column.lower_is_better for column in PEER_RATES for _ in range(2)] + [None] * len(PEER_PREDICTIONS)
     return _table("peer_metrics_all", "Peer metrics (macro over subsets, micro over rows)", runs_by_model, columns,
                   directions)

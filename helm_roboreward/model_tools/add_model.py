@@ -12,8 +12,8 @@ keep each other's entries. The package's own configuration is never written: whe
 ``--family`` (or, when it is not given, the model name or the provider id matching the family's name patterns)
 gives an added Qwen3-VL / RoboReward (or Qwen2.5-VL) checkpoint the decoding and frame rule of the package's own
 deployments of that family (:data:`FAMILIES`, read from ``helm_roboreward/config/model_deployments.yaml``):
-``decoding: checkpoint`` (so ``decoding=greedy`` picks a ``-greedy`` twin and names it in the run) and, on vLLM,
-the checkpoint processor's frame sampling (``video_fps`` / ``video_min_frames`` / ``video_max_frames``).
+``decoding: checkpoint`` (so ``decoding=greedy`` picks the ``-greedy`` option deployment and names it in the run)
+and, on vLLM, the checkpoint processor's frame sampling (``video_fps`` / ``video_min_frames`` / ``video_max_frames``).
 
 The deployment gets the client class and arguments of its provider (:data:`CLIENTS`) and the tags routing reads
 (``VISION_LANGUAGE_MODEL_TAG``; ``ROBOREWARD_NATIVE_VIDEO_TAG`` with ``--video native``), so ``video=auto``, the
@@ -385,7 +385,8 @@ def _family_line(new: NewModel) -> str:
         decoding = "temperature 0" + (", no frame rule" if new.client == "vllm" else "")
         return f"  family: none ({why}): {decoding}; --family {' or '.join(FAMILIES)} gives a family's own settings"
     settings = ", ".join(f"{key}: {value}" for key, value in _family_settings(new)[0].items())
-    line = f"  family: {family.name} ({why}): {settings} (decoding=greedy in a run entry uses the -greedy twin)"
+    line = (f"  family: {family.name} ({why}): {settings} (decoding=greedy in a run entry uses the -greedy option "
+            "deployment)")
     return line + ("; --family none opts out" if new.family is None else "")
 
 

@@ -12,7 +12,7 @@ _READ_BACK: dict[str, Callable[[Any], Any]] = {
 
 @dataclass(frozen=True)
 class InstanceRecord:
-    """One instance's facts beyond its prompt and gold label."""
+    """One instance's facts beyond its prompt and gold score."""
 
     subset: str = ""
     task: str = ""
@@ -26,7 +26,7 @@ class InstanceRecord:
     frame_indices: tuple[int, ...] = field(default_factory=tuple)
     media_bytes: int | None = None
     dataset_revision: str = ""
-    source_file: str = ""  # the row's file_name: it can carry the label, so it never reaches a model
+    source_file: str = ""  # the row's file_name: a clip's holds its gold score, so it never reaches a model
     metadata_line: int | None = None
     rows_in_run: int | None = None
 

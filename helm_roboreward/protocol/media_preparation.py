@@ -1,4 +1,4 @@
-"""Rollouts to the media requests carry: JPEG frames or mp4 copies, named by content (file names can hold labels)."""
+"""Rollouts to the media requests carry: JPEG frames or native mp4s, named by content (not by the file name)."""
 
 import multiprocessing
 import os
@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from helm_roboreward.protocol.frame_cache import cached_frames, extract_frames
-from helm_roboreward.protocol.native_videos import cached_copy, prepared_copy
+from helm_roboreward.protocol.native_videos import cached_native_mp4, prepared_native_mp4
 from helm_roboreward.protocol.rows import DataError, Rollout
 from helm_roboreward.protocol.rules import FrameOptions
 from helm_roboreward.protocol.safe_files import file_digest, write_atomically
@@ -45,7 +45,7 @@ class PreparationReport:
     seconds: float = 0.0
 
     def distinct(self) -> list[PreparedMedia]:
-        """The media prepared, once per video content (counterfactual copies of one video count once)."""
+        """The media prepared, once per video content (byte-identical videos, e.g. a relabel and its original: once)."""
         return list({media.video_sha256: media for media in self.media.values()}.values())
 
     @property
@@ -66,7 +66,7 @@ def prepare_one(video_path: str, media_dir: str, native: bool, options: FrameOpt
     digest = digest or file_digest(video_path)
     if native:
 
-        return prepared_copy(video_path, digest, media_dir, full_check)
+        return prepared_native_mp4(video_path, digest, media_dir, full_check)
     return extract_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
 
 
@@ -75,7 +75,7 @@ def cached_media(video_path: str, media_dir: str, native: bool, options: FrameOp
     """The verified cached media of one video, or None and why an existing entry is not trusted."""
     if native:
 
-        return cached_copy(video_path, digest, media_dir, full_check)
+        return cached_native_mp4(video_path, digest, media_dir, full_check)
     return cached_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
 
 

@@ -1,8 +1,9 @@
-"""The mp4 files native-video models receive: validated, metadata-clean, content-addressed copies.
+"""Native mp4s, the mp4 files native-video models receive: validated, metadata-clean, content-addressed.
 
-A copy lives at ``<media>/videos/<sha[:2]>/<sha[:32]>.mp4`` with its record ``<same>.json`` (written last)
-and stamp ``<same>.verified.json``. Why copies are never links, which metadata is removed and how a copy is
-checked before use: docs/media.md.
+A native mp4 holds a clean source video's bytes unchanged, else its streams remuxed without tags (never re-encoded).
+It lives at ``<media>/videos/<sha[:2]>/<sha[:32]>.mp4`` with its record ``<same>.json`` (written last) and stamp
+``<same>.verified.json``. Why a native mp4 is never a link to the dataset's file, which metadata is removed and how
+one is checked before use: docs/media.md.
 """
 
 import json
@@ -39,8 +40,8 @@ from helm_roboreward.protocol.video_decoding import (
 
 VIDEOS_FOLDER = "videos"
 VIDEO_CONTENT_TYPE = "video/mp4"
-COPY_VERSION = "2"
-"""Recorded with each copy; an entry without a record of this version is rebuilt."""
+NATIVE_MP4_VERSION = "2"
+"""Recorded with each native mp4; an entry without a record of this version is rebuilt."""
 
 _CONTAINER_TAGS: dict[str, str] = {
     "major_brand": r"[ -~]{4}",
@@ -58,7 +59,7 @@ _STREAM_TAGS: dict[str, str] = {
     "creation_time": _CONTAINER_TAGS["creation_time"],
 }
 """Tags a clean mp4 carries (written by the container format and the muxer), with the values they can take;
-anything else (``title``, ``comment``, a handler name holding text) could carry a file name or a label."""
+anything else (``title``, ``comment``, a handler name holding text) could carry a file name or a gold score."""
 
 # Boxes a clean mp4 holds at these levels; others (uuid, XMP, ...) can carry text that demuxers never show.
 _TOP_LEVEL_BOXES = {b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide"}
@@ -181,20 +182,20 @@ def validate_video(path: str) -> None:
 
 
 @dataclass(frozen=True)
-class VideoCopy:
-    """A content-addressed copy of one video, as requests carry it."""
+class NativeMp4:
+    """The native mp4 of one video, as requests carry it."""
 
     path: str
     num_bytes: int
     cached: bool
     stripped: tuple[str, ...] = ()
-    """What :func:`unsafe_metadata` found and the remux removed (empty: a byte-for-byte copy)."""
+    """What :func:`unsafe_metadata` found and the remux removed (empty: the source's bytes unchanged)."""
 
     rebuilt_because: str | None = None
 
 
-def copy_location(media_dir: str, video_sha256: str) -> str:
-    """Where the copy of the video with this digest lives."""
+def native_mp4_path(media_dir: str, video_sha256: str) -> str:
+    """Where the native mp4 of the video with this digest lives."""
     return os.path.join(media_dir, VIDEOS_FOLDER, video_sha256[:2], f"{video_sha256[:32]}.mp4")
 
 
@@ -207,28 +208,28 @@ def _stamp_path(target: str) -> str:
 
 
 def _stamped_names(target: str) -> list[str]:
-    """The files a copy's stamp covers: the copy and its record."""
+    """The files a native mp4's stamp covers: the mp4 and its record."""
     return [os.path.basename(target), os.path.basename(_record_path(target))]
 
 
-def check_copy(video_path: str, video_sha256: str, media_dir: str,
-               full: bool) -> tuple[VideoCopy | None, str | None]:
-    """A usable existing copy, or None and why an existing one cannot be used (None: there is none)."""
-    target = copy_location(media_dir, video_sha256)
+def check_native_mp4(video_path: str, video_sha256: str, media_dir: str,
+               full: bool) -> tuple[NativeMp4 | None, str | None]:
+    """A usable existing native mp4, or None and why an existing one cannot be used (None: there is none)."""
+    target = native_mp4_path(media_dir, video_sha256)
     if not os.path.lexists(target):
         return None, None
     problem = contained_directory_problem(media_dir, os.path.dirname(target))
     if problem is None:
-        problem = _copy_problem(video_path, video_sha256, target, full)
+        problem = _native_mp4_problem(video_path, video_sha256, target, full)
     if problem is not None:
-        return None, f"the video copy {target} {problem}"
-    remove_stale_temporaries(os.path.dirname(target))  # left by writers killed mid-copy
+        return None, f"the native mp4 {target} {problem}"
+    remove_stale_temporaries(os.path.dirname(target))  # left by writers killed mid-write
     record = read_json_file(_record_path(target)) or {}
     stripped = tuple(str(item) for item in record.get("stripped", []))  # type: ignore[attr-defined]
-    return VideoCopy(target, os.path.getsize(target), cached=True, stripped=stripped), None
+    return NativeMp4(target, os.path.getsize(target), cached=True, stripped=stripped), None
 
 
-def _copy_problem(video_path: str, video_sha256: str, target: str, full: bool) -> str | None:
+def _native_mp4_problem(video_path: str, video_sha256: str, target: str, full: bool) -> str | None:
     info = os.lstat(target)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
         return "is not a regular file (a link?)"
@@ -236,7 +237,7 @@ def _copy_problem(video_path: str, video_sha256: str, target: str, full: bool) -
     if (source.st_dev, source.st_ino) == (info.st_dev, info.st_ino):
         return "is the dataset's own file (a hard link made by an older version)"
     record = read_json_file(_record_path(target))
-    if record is None or record.get("version") != COPY_VERSION:
+    if record is None or record.get("version") != NATIVE_MP4_VERSION:
         return "has no record of this version"
     if record.get("source_sha256") != video_sha256 or record.get("size") != info.st_size:
         return "does not match its record (another video, or another size)"
@@ -250,19 +251,19 @@ def _copy_problem(video_path: str, video_sha256: str, target: str, full: bool) -
     return None
 
 
-def store_video(video_path: str, video_sha256: str, media_dir: str, full_check: bool = False) -> VideoCopy:
-    """The validated, metadata-clean copy of one mp4 under ``media_dir/videos``, from the cache or made now.
+def store_video(video_path: str, video_sha256: str, media_dir: str, full_check: bool = False) -> NativeMp4:
+    """The native mp4 of one video under ``media_dir/videos``, from the cache or made now.
 
     Raises:
         VideoError: The source is not a playable video.
-        MediaWriteError: The copy cannot be written (the message says when the disk is full).
+        MediaWriteError: The native mp4 cannot be written (the message says when the disk is full).
     """
-    existing, problem = check_copy(video_path, video_sha256, media_dir, full_check)
+    existing, problem = check_native_mp4(video_path, video_sha256, media_dir, full_check)
     if existing is not None:
         return existing
     validate_video(video_path)
     stripped = unsafe_metadata(video_path)
-    target = copy_location(media_dir, video_sha256)
+    target = native_mp4_path(media_dir, video_sha256)
     folder = os.path.dirname(target)
     try:
         if os.path.islink(folder) or (os.path.lexists(folder) and not os.path.isdir(folder)):
@@ -276,30 +277,30 @@ def store_video(video_path: str, video_sha256: str, media_dir: str, full_check: 
         else:
             copy_atomically(video_path, target)
         digest, size = file_digest(target), os.path.getsize(target)
-        record = {"version": COPY_VERSION, "source_sha256": video_sha256, "sha256": digest, "size": size,
+        record = {"version": NATIVE_MP4_VERSION, "source_sha256": video_sha256, "sha256": digest, "size": size,
                   "stripped": stripped}
         write_atomically(_record_path(target), json.dumps(record, sort_keys=True).encode("utf-8"))
         write_stamps(folder, _stamped_names(target), _stamp_path(target))
     except OSError as error:
         raise write_error(video_path, folder, error) from None
-    return VideoCopy(target, size, cached=False, stripped=tuple(stripped), rebuilt_because=problem)
+    return NativeMp4(target, size, cached=False, stripped=tuple(stripped), rebuilt_because=problem)
 
 
-def prepared_copy(video_path: str, video_sha256: str, media_dir: str, full_check: bool) -> PreparedMedia:
+def prepared_native_mp4(video_path: str, video_sha256: str, media_dir: str, full_check: bool) -> PreparedMedia:
     """:func:`store_video` as a request carries it."""
     return _prepared(store_video(video_path, video_sha256, media_dir, full_check), video_sha256)
 
 
-def cached_copy(video_path: str, video_sha256: str, media_dir: str,
+def cached_native_mp4(video_path: str, video_sha256: str, media_dir: str,
                 full_check: bool) -> tuple[PreparedMedia | None, str | None]:
-    """:func:`check_copy` as a request carries it."""
-    copy, problem = check_copy(video_path, video_sha256, media_dir, full_check)
-    return (_prepared(copy, video_sha256) if copy is not None else None), problem
+    """:func:`check_native_mp4` as a request carries it."""
+    mp4, problem = check_native_mp4(video_path, video_sha256, media_dir, full_check)
+    return (_prepared(mp4, video_sha256) if mp4 is not None else None), problem
 
 
-def _prepared(copy: VideoCopy, video_sha256: str) -> PreparedMedia:
-    return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (copy.path,), (), copy.num_bytes, copy.cached,
-                         copy.rebuilt_because)
+def _prepared(mp4: NativeMp4, video_sha256: str) -> PreparedMedia:
+    return PreparedMedia(video_sha256, VIDEO_CONTENT_TYPE, (mp4.path,), (), mp4.num_bytes, mp4.cached,
+                         mp4.rebuilt_because)
 
 
 def _remux_atomically(source: str, target: str) -> None:

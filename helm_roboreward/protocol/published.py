@@ -73,7 +73,8 @@ def published_entry(model: str) -> PublishedEntry | None:
 
 
 IMPORT_RECORD = "roboreward_import.json"
-"""A local copy written by ``roboreward import-lerobot`` records its source and label source here, at its root."""
+"""A local copy written by ``roboreward import-lerobot`` records here, at its root, its source and where its gold
+scores (labels) came from."""
 
 PUBLISHED_METADATA_SHA256 = "3901cea9a7981d2e2d9fde4225a4b2ff0ebf2f4af69fc96972a2cfbe557db0cd"
 """SHA-256 of the ``test/metadata.jsonl`` that harness used (its copy of July 2026)."""
@@ -105,13 +106,13 @@ PUBLISHED_KIND_ROWS: dict[str, tuple[int, int, int]] = {
 """Rows of each Open X-Embodiment subset by kind: (temporal clips, counterfactual relabels, original successes).
 ``robo_arena`` holds only its 1,000 natural rollouts. Totals: 791 clips, 669 relabels, 371 originals."""
 
-PUBLISHED_LABELS_BY_KIND: dict[str, tuple[int, int, int, int, int]] = {
+PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND: dict[str, tuple[int, int, int, int, int]] = {
     "natural": (266, 263, 174, 141, 156),
     "clip": (195, 266, 170, 160, 0),
     "counterfactual": (228, 112, 212, 117, 0),
     "original": (0, 0, 0, 0, 371),
 }
-"""Rows with label 1, 2, 3, 4, 5 per augmentation kind (overall 689 / 641 / 556 / 418 / 527)."""
+"""Rows with gold score 1, 2, 3, 4, 5 per augmentation kind (overall 689 / 641 / 556 / 418 / 527)."""
 
 PUBLISHED_OXE_VIDEOS = 760
 """Distinct videos (by bytes) among the 1,040 Open X-Embodiment rows that are not clips."""
@@ -123,7 +124,7 @@ PUBLISHED_RELABELS_WITHOUT_ORIGINAL = 478
 """Relabels whose bytes carry no 5 in the test split (their original success is not in it)."""
 
 PUBLISHED_CLIP_NAME_MISMATCHES = 0
-"""Clips whose name's ``score_<k>`` differs from their label: none of the 791."""
+"""Clips whose name's ``score_<k>`` differs from their gold score: none of the 791."""
 
 
 ALLOW_RETIRED_VARIABLE = "ROBOREWARD_ALLOW_RETIRED"

@@ -8,18 +8,18 @@ official); under ``failed=skip`` the callers (the metric, the report) leave it o
 enters no pair, group or success count.
 
 - **Preference pairs**: every pair of rows of a subset with the same task text and different gold scores.
-  Right when the scores order them as gold does; a tie counts half. Pooled over the subset's pairs.
+  Right when the scores order them as the gold scores do; a tie counts half. Pooled over the subset's pairs.
 - **Counterfactual ladder**: rows of a subset sharing one video (its SHA-256) with different tasks (an original
-  success and its relabels). Per video: pairwise ordering accuracy over its pairs with different gold, and
-  Kendall's tau-b of scores against gold; averaged over videos. Tau-b is 0 when every score of the video ties
+  success and its relabels). Per video: pairwise ordering accuracy over its pairs with different gold scores, and
+  Kendall's tau-b of scores against gold scores; averaged over videos. Tau-b is 0 when every score of the video ties
   (no ordering information), and a video whose rows all share one gold score is skipped.
 - **Clip monotonicity**: an episode's temporal clips and its original (rows of kind ``clip`` or ``original``
-  sharing an episode key) ordered by gold: pairwise ordering accuracy per episode, averaged over episodes.
-- **Success detection**: gold 5 against gold below 5. AUROC of the score (ties count half); precision, recall,
-  F1 and Matthews correlation of "the reward says 5" (a parsed score of 5; for expected scores, at least 4.5).
+  sharing an episode key) ordered by gold score: pairwise ordering accuracy per episode, averaged over episodes.
+- **Success detection**: gold score 5 against gold score below 5. AUROC of the score (ties count half); precision,
+  recall, F1 and Matthews correlation of "the reward says 5" (a parsed score of 5; for expected scores, at least 4.5).
 
 Per subset, then macro over subsets like the leaderboard's MAE: a subset where a statistic is undefined (no
-pairs, no gold-5 row) is left out of that statistic's macro mean, and the counts say how many there were.
+pairs, no row with gold score 5) is left out of that statistic's macro mean, and the counts say how many there were.
 """
 
 import math
@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.protocol.rules import GOLD_LABELS, MAX_SCORE, MIN_SCORE, within_one
+from helm_roboreward.protocol.rules import MAX_SCORE, MIN_SCORE, RUBRIC_SCORES, within_one
 
 SUCCESS_THRESHOLD = MAX_SCORE - 0.5
 """An expected (continuous) score at or above this says "success"; a parsed score says it only when it is 5."""
@@ -46,7 +46,7 @@ class ScoredRow:
     video_sha256: str
     episode: str
     kind: str
-    gold: float
+    gold_score: float
     score: float | None
     """The reward: parsed (or expected) score; None when unparseable or failed and charged (it then counts as 1)."""
 
@@ -61,21 +61,21 @@ class ScoredRow:
 
 
 def ordered_right(first: ScoredRow, second: ScoredRow) -> float:
-    """1 when the rewards order the pair as gold does, 0.5 for a tie in reward, 0 otherwise (gold must differ)."""
-    gold = first.gold - second.gold
-    reward = first.reward - second.reward
-    if reward == 0:
+    """1 when the rewards order the pair as its gold scores do (they differ), 0.5 for a tie in reward, else 0."""
+    gold_score_difference = first.gold_score - second.gold_score
+    reward_difference = first.reward - second.reward
+    if reward_difference == 0:
         return 0.5
-    return 1.0 if (gold > 0) == (reward > 0) else 0.0
+    return 1.0 if (gold_score_difference > 0) == (reward_difference > 0) else 0.0
 
 
-def _pairs_with_different_gold(rows: Sequence[ScoredRow]) -> list[tuple[ScoredRow, ScoredRow]]:
-    return [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:] if a.gold != b.gold]
+def _pairs_with_different_gold_scores(rows: Sequence[ScoredRow]) -> list[tuple[ScoredRow, ScoredRow]]:
+    return [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:] if a.gold_score != b.gold_score]
 
 
 def preference_pairs(rows: Iterable[ScoredRow]) -> list[tuple[ScoredRow, ScoredRow]]:
     """Every pair of rows of one subset with the same task text and different gold scores (in row order)."""
-    return [pair for group in task_groups(rows) for pair in _pairs_with_different_gold(group)]
+    return [pair for group in task_groups(rows) for pair in _pairs_with_different_gold_scores(group)]
 
 
 def task_groups(rows: Iterable[ScoredRow]) -> list[list[ScoredRow]]:
@@ -83,25 +83,26 @@ def task_groups(rows: Iterable[ScoredRow]) -> list[list[ScoredRow]]:
     by_task: dict[tuple[str, str], list[ScoredRow]] = defaultdict(list)
     for row in rows:
         by_task[(row.subset, row.task)].append(row)
-    return [group for group in by_task.values() if len({row.gold for row in group}) > 1]
+    return [group for group in by_task.values() if len({row.gold_score for row in group}) > 1]
 
 
 def preference_counts(group: Sequence[ScoredRow]) -> tuple[float, int]:
     """``(pairs ordered right, ties half; pairs)`` over one task group's preference pairs.
 
-    Counted by (gold, reward), so a task with n rows costs no n^2 pairs; the same numbers as summing
+    Counted by (gold score, reward), so a task with n rows costs no n^2 pairs; the same numbers as summing
     :func:`ordered_right` over the pairs (sums of halves are exact in floating point).
     """
-    counts = Counter((row.gold, row.reward) for row in group)
+    counts = Counter((row.gold_score, row.reward) for row in group)
     keys = list(counts)
     right, pairs = 0.0, 0
-    for position, (gold_a, reward_a) in enumerate(keys):
-        for gold_b, reward_b in keys[position + 1:]:
-            if gold_a == gold_b:
+    for position, (gold_score_a, reward_a) in enumerate(keys):
+        for gold_score_b, reward_b in keys[position + 1:]:
+            if gold_score_a == gold_score_b:
                 continue
-            both = counts[(gold_a, reward_a)] * counts[(gold_b, reward_b)]
+            both = counts[(gold_score_a, reward_a)] * counts[(gold_score_b, reward_b)]
             pairs += both
-            right += both * (0.5 if reward_a == reward_b else float((gold_a > gold_b) == (reward_a > reward_b)))
+            right += both * (0.5 if reward_a == reward_b
+                             else float((gold_score_a > gold_score_b) == (reward_a > reward_b)))
     return right, pairs
 
 
@@ -112,7 +113,7 @@ def ladder_groups(rows: Iterable[ScoredRow]) -> list[list[ScoredRow]]:
         if row.video_sha256:
             by_video[(row.subset, row.video_sha256)].append(row)
     return [group for group in by_video.values()
-            if len({row.task for row in group}) > 1 and len({row.gold for row in group}) > 1]
+            if len({row.task for row in group}) > 1 and len({row.gold_score for row in group}) > 1]
 
 
 def clip_groups(rows: Iterable[ScoredRow]) -> list[list[ScoredRow]]:
@@ -121,7 +122,7 @@ def clip_groups(rows: Iterable[ScoredRow]) -> list[list[ScoredRow]]:
     for row in rows:
         if row.kind in (CLIP, ORIGINAL) and row.episode:
             by_episode[(row.subset, row.episode)].append(row)
-    return [group for group in by_episode.values() if len(group) > 1 and len({row.gold for row in group}) > 1]
+    return [group for group in by_episode.values() if len(group) > 1 and len({row.gold_score for row in group}) > 1]
 
 
 def pair_accuracy(pairs: Sequence[tuple[ScoredRow, ScoredRow]]) -> float | None:
@@ -131,17 +132,17 @@ def pair_accuracy(pairs: Sequence[tuple[ScoredRow, ScoredRow]]) -> float | None:
 
 def group_accuracy(group: Sequence[ScoredRow]) -> float | None:
     """Pairwise ordering accuracy inside one group (a video's ladder, an episode's clips)."""
-    return pair_accuracy(_pairs_with_different_gold(group))
+    return pair_accuracy(_pairs_with_different_gold_scores(group))
 
 
 def kendall_tau_b(group: Sequence[ScoredRow]) -> float:
-    """Kendall's tau-b of rewards against gold in one group; 0 when every reward ties."""
+    """Kendall's tau-b of rewards against gold scores in one group; 0 when every reward ties."""
     rewards = [row.reward for row in group]
     if len(set(rewards)) < 2:
         return 0.0
     from scipy.stats import kendalltau  # scipy takes seconds: loaded by the first statistic
 
-    tau = float(kendalltau(rewards, [row.gold for row in group]).statistic)
+    tau = float(kendalltau(rewards, [row.gold_score for row in group]).statistic)
     return 0.0 if math.isnan(tau) else tau
 
 
@@ -162,7 +163,7 @@ def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float | Non
 
 @dataclass(frozen=True)
 class SuccessCounts:
-    """The confusion counts of "the reward says 5" against gold 5."""
+    """The confusion counts of "the reward says 5" against gold score 5."""
 
     true_positive: int
     false_positive: int
@@ -177,13 +178,13 @@ class SuccessCounts:
 
     @property
     def recall(self) -> float | None:
-        """Share of real successes the reward says; None without gold-5 rows."""
+        """Share of real successes the reward says; None without rows of gold score 5."""
         real = self.true_positive + self.false_negative
         return self.true_positive / real if real else None
 
     @property
     def f1(self) -> float | None:
-        """Harmonic mean of precision and recall: 0 when no success is found, None without gold-5 rows."""
+        """Harmonic mean of precision and recall: 0 when no success is found, None without rows of gold score 5."""
         p, r = self.precision, self.recall
         if r is None:
             return None
@@ -207,10 +208,10 @@ def says_success(reward: float, continuous: bool) -> bool:
 
 
 def success_counts(rows: Iterable[ScoredRow], continuous: bool = False) -> SuccessCounts:
-    """Confusion counts of "the reward says 5" (:func:`says_success`) against ``gold == 5``."""
+    """Confusion counts of "the reward says 5" (:func:`says_success`) against ``gold_score == 5``."""
     tp = fp = fn = tn = 0
     for row in rows:
-        said, real = says_success(row.reward, continuous), row.gold == MAX_SCORE
+        said, real = says_success(row.reward, continuous), row.gold_score == MAX_SCORE
         tp, fp, fn, tn = tp + (said and real), fp + (said and not real), fn + (real and not said), \
             tn + (not said and not real)
     return SuccessCounts(tp, fp, fn, tn)
@@ -262,8 +263,8 @@ def subset_ordering(subset: str, rows: Sequence[ScoredRow], continuous: bool = F
     right, pairs = sum(value for value, _ in counted), sum(count for _, count in counted)
     ladders = ladder_groups(rows)
     clips = clip_groups(rows)
-    positives = [row.reward for row in rows if row.gold == MAX_SCORE]
-    negatives = [row.reward for row in rows if row.gold != MAX_SCORE]
+    positives = [row.reward for row in rows if row.gold_score == MAX_SCORE]
+    negatives = [row.reward for row in rows if row.gold_score != MAX_SCORE]
     return SubsetOrdering(
         subset=subset,
         preference_accuracy=right / pairs if pairs else None,
@@ -311,7 +312,7 @@ def reward_model_stats(rows: Iterable[ScoredRow]) -> dict[str, float]:
 
 
 def exact_match(abs_error: float) -> float:
-    """1 when the answer equals the label (error 0), else 0: the metric's ``exact_match`` from the error."""
+    """1 when the answer equals the gold score (error 0), else 0: the metric's ``exact_match`` from the error."""
     return 1.0 if abs_error == 0 else 0.0
 
 
@@ -321,7 +322,7 @@ class PeerRow:
     """One row as the peer metrics see it."""
 
     subset: str
-    gold: int
+    gold_score: int
     predicted: float | None
     """The parsed score; None when unparseable or failed."""
 
@@ -344,10 +345,10 @@ class PeerMetrics:
     within_one_macro: float | None
     within_one_micro: float | None
     mean_prediction: dict[int, float | None]
-    """Gold label -> mean parsed score of its rows (None: no parsed answer with that label)."""
+    """Gold score -> mean parsed score of its rows (None: no parsed answer with that gold score)."""
 
     prediction_rows: dict[int, int]
-    """Gold label -> parsed answers behind its mean."""
+    """Gold score -> parsed answers behind its mean."""
 
 
 def macro_mean(by_subset: dict[str, list[float]]) -> float | None:
@@ -356,14 +357,14 @@ def macro_mean(by_subset: dict[str, list[float]]) -> float | None:
 
 
 def peer_metrics(rows: Iterable[PeerRow]) -> PeerMetrics:
-    """Micro and macro MAE, exact and within-1 accuracy, and the mean prediction per gold label."""
+    """Micro and macro MAE, exact and within-1 accuracy, and the mean prediction per gold score."""
     errors: dict[str, list[float]] = defaultdict(list)
     predictions: dict[int, list[float]] = defaultdict(list)
     for row in rows:
         if row.abs_error is not None:
             errors[row.subset].append(row.abs_error)
         if row.predicted is not None and row.abs_error is not None:
-            predictions[row.gold].append(row.predicted)
+            predictions[row.gold_score].append(row.predicted)
     pooled = [error for subset_errors in errors.values() for error in subset_errors]
     exact = {subset: [exact_match(error) for error in values] for subset, values in errors.items()}
     within = {subset: [within_one(error) for error in values] for subset, values in errors.items()}
@@ -376,6 +377,6 @@ def peer_metrics(rows: Iterable[PeerRow]) -> PeerMetrics:
         exact_micro=_mean([value for values in exact.values() for value in values]),
         within_one_macro=macro_mean(within),
         within_one_micro=_mean([value for values in within.values() for value in values]),
-        mean_prediction={gold: _mean(predictions[gold]) for gold in GOLD_LABELS},
-        prediction_rows={gold: len(predictions[gold]) for gold in GOLD_LABELS},
+        mean_prediction={gold_score: _mean(predictions[gold_score]) for gold_score in RUBRIC_SCORES},
+        prediction_rows={gold_score: len(predictions[gold_score]) for gold_score in RUBRIC_SCORES},
     )

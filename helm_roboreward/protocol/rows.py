@@ -15,24 +15,24 @@ from helm_roboreward.protocol.rules import (
     TEST_SPLIT,
     subset_info,
 )
-from helm_roboreward.protocol.validation import jsonl_lines, reward_value, task_problem
+from helm_roboreward.protocol.validation import gold_score_value, jsonl_lines, task_problem
 
 NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL = "natural", "clip", "counterfactual", "original"
 KINDS = (NATURAL, CLIP, COUNTERFACTUAL, ORIGINAL)
 """Augmentation kinds (docs/protocol.md, section 1); the dataset has no field for them, they are inferred."""
 
 JSON_WHITESPACE = " \t\r"  # what may surround a JSON value on one line (RFC 8259)
-# Plain values, which the full rules (data/problems.py) accept too: a simple relative path, a visible ASCII task.
+# Plain values, which the full rules (checked_rows below) accept too: a simple relative path, a visible ASCII task.
 _PLAIN_FILE_NAME = re.compile(r"[\w-][\w.-]*(?:/[\w-][\w.-]*)+")
 _VISIBLE_ASCII = re.compile(r"[!-~]")
 
 _VALIDATED: dict[tuple[str, bool], tuple[bytes, tuple["MetadataRow", ...]]] = {}  # by file: (SHA-256, rows)
 
-# What a file stem says (docs/protocol.md, "File names"): its episode and cluster, a clip's label.
+# What a file stem says (docs/protocol.md, "File names"): its episode and cluster, a clip's gold score, a duplicate.
 CLIP_NAME = re.compile(r"^(?P<episode>.+)_attempt_(?P<attempt>\d+)_score_(?P<score>\d+)$")
 ARENA_NAME = re.compile(r"^(?P<session>.+)_(?P<rollout>[A-Z])_(?P<view>left|right)$")
 CAMERA_VIEW = re.compile(r"^(?P<episode>.+)_(?P<view>left|right)$")
-OXE_EPISODE_NAME = re.compile(r"^(?P<episode>.+_originalsplit_[A-Za-z]+_index_\d+)(?:_(?P<copy>\d+))?$")
+OXE_EPISODE_NAME = re.compile(r"^(?P<episode>.+_originalsplit_[A-Za-z]+_index_\d+)(?:_(?P<duplicate>\d+))?$")
 
 
 def clip_name_score(stem: str) -> int | None:
@@ -69,7 +69,7 @@ class MetadataRow:
     line: int  # 1-based
     file_name: str  # relative to the split folder: <subset>/<name>.mp4
     task: str
-    reward: int
+    gold_score: int
 
     @property
     def subset(self) -> str:
@@ -102,7 +102,7 @@ def infer_kind(row: MetadataRow) -> str:
         return NATURAL
     if clip:
         return CLIP
-    return COUNTERFACTUAL if row.reward < MAX_SCORE else ORIGINAL
+    return COUNTERFACTUAL if row.gold_score < MAX_SCORE else ORIGINAL
 
 
 def episode_key(row: MetadataRow) -> str:
@@ -115,9 +115,9 @@ def cluster_key(row: MetadataRow) -> str:
     return f"{row.subset}/{cluster_of(row.stem, subset_info(row.subset).natural)}"
 
 
-def clip_label_matches(row: MetadataRow) -> bool:
-    """Whether a row is no temporal clip, or one whose name's score is its label (else: a data error)."""
-    return infer_kind(row) != CLIP or clip_name_score(row.stem) == row.reward
+def clip_name_score_matches(row: MetadataRow) -> bool:
+    """Whether a row is no temporal clip, or one whose name's score is its gold score (else: a data error)."""
+    return infer_kind(row) != CLIP or clip_name_score(row.stem) == row.gold_score
 
 
 def metadata_path(root: str) -> str:
@@ -125,26 +125,26 @@ def metadata_path(root: str) -> str:
     return os.path.join(root, TEST_SPLIT, METADATA_FILE)
 
 
-def read_metadata(path: str, check_clip_labels: bool = True) -> list[MetadataRow]:
-    """The validated rows of ``metadata.jsonl`` in file order; ``check_clip_labels=False``: for ``audit``."""
+def read_metadata(path: str, check_clip_name_scores: bool = True) -> list[MetadataRow]:
+    """The validated rows of ``metadata.jsonl`` in file order; ``check_clip_name_scores=False``: for ``audit``."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except (OSError, ValueError) as error:  # ValueError: a NUL in the path
 
         raise DataError(unreadable_metadata(path, error)) from None
-    key, digest = (path, check_clip_labels), hashlib.sha256(raw).digest()
+    key, digest = (path, check_clip_name_scores), hashlib.sha256(raw).digest()
     if key in _VALIDATED and _VALIDATED[key][0] == digest:  # one helm-run reads it once per subset entry
         return list(_VALIDATED[key][1])
-    rows = _plain_rows(raw, check_clip_labels)
+    rows = _plain_rows(raw, check_clip_name_scores)
     if rows is None:  # not plain, maybe invalid: the full rules decide, and list every problem
 
-        rows = checked_rows(path, raw, check_clip_labels)
+        rows = checked_rows(path, raw, check_clip_name_scores)
     _VALIDATED[key] = (digest, tuple(rows))
     return rows
 
 
-def _plain_rows(raw: bytes, check_clip_labels: bool) -> list[MetadataRow] | None:
+def _plain_rows(raw: bytes, check_clip_name_scores: bool) -> list[MetadataRow] | None:
     """The rows when there are some and each is plain and valid (as in the real split), else None."""
     try:
         lines = raw.decode("utf-8-sig").split("\n")  # as jsonl_lines: a line's final "\r" is JSON whitespace
@@ -152,15 +152,15 @@ def _plain_rows(raw: bytes, check_clip_labels: bool) -> list[MetadataRow] | None
     except (ValueError, AttributeError):  # not UTF-8, not JSON, not a JSON object (no .get) or not plain
         return None
     distinct = len({row.file_name for row in rows}) == len(rows) > 0
-    return rows if distinct and (not check_clip_labels or all(map(clip_label_matches, rows))) else None
+    return rows if distinct and (not check_clip_name_scores or all(map(clip_name_score_matches, rows))) else None
 
 
 def _plain_row(line: str, number: int) -> MetadataRow:
     record = json.loads(line)
-    file_name, task, reward = record.get("file_name"), record.get("task"), record.get("reward")
+    file_name, task, gold_score = record.get("file_name"), record.get("task"), record.get("reward")
     if (isinstance(file_name, str) and _PLAIN_FILE_NAME.fullmatch(file_name) and isinstance(task, str)
-            and _VISIBLE_ASCII.search(task) and type(reward) is int and MIN_SCORE <= reward <= MAX_SCORE):
-        return MetadataRow(line=number, file_name=file_name, task=task, reward=reward)
+            and _VISIBLE_ASCII.search(task) and type(gold_score) is int and MIN_SCORE <= gold_score <= MAX_SCORE):
+        return MetadataRow(line=number, file_name=file_name, task=task, gold_score=gold_score)
     raise ValueError("not a plain row")
 
 
@@ -234,7 +234,7 @@ def cluster_numbers(keys: Sequence[str], video_hashes: Sequence[str]) -> list[in
 MAX_REPORTED_PROBLEMS = 20
 
 
-def checked_rows(path: str, raw: bytes, check_clip_labels: bool) -> list[MetadataRow]:
+def checked_rows(path: str, raw: bytes, check_clip_name_scores: bool) -> list[MetadataRow]:
     """The rows of the metadata ``raw`` (read from ``path``) by the full rules; a :class:`DataError` lists the bad."""
     try:
         text = raw.decode("utf-8-sig")
@@ -260,7 +260,7 @@ def checked_rows(path: str, raw: bytes, check_clip_labels: bool) -> list[Metadat
             )
             continue
         first_line_of[row.file_name] = number
-        mismatch = clip_label_problem(row) if check_clip_labels else None
+        mismatch = clip_name_score_problem(row) if check_clip_name_scores else None
         if mismatch:
             problems.append(mismatch)
             continue
@@ -283,7 +283,7 @@ def _parse_row(line: str, number: int) -> MetadataRow:
     for field in ("file_name", "task", "reward"):
         if field not in record:
             raise DataError(f"line {number}, field {field!r}: missing")
-    file_name, task, reward = record["file_name"], record["task"], record["reward"]
+    file_name, task, gold_score = record["file_name"], record["task"], record["reward"]
     if not isinstance(file_name, str):
         raise DataError(f"line {number}, field 'file_name': expected a string, got {type(file_name).__name__}")
     _check_file_name(file_name, number)
@@ -291,10 +291,10 @@ def _parse_row(line: str, number: int) -> MetadataRow:
     if problem:
         raise DataError(f"line {number}, field 'task': {problem}")
     try:
-        reward = reward_value(reward)
+        gold_score = gold_score_value(gold_score)
     except ValueError as error:
         raise DataError(f"line {number}, field 'reward': {error}") from None
-    return MetadataRow(line=number, file_name=file_name, task=task, reward=reward)
+    return MetadataRow(line=number, file_name=file_name, task=task, gold_score=gold_score)
 
 
 def _check_file_name(file_name: str, number: int) -> None:
@@ -318,13 +318,13 @@ def listing(header: str, problems: list[str], indent: str = "") -> str:
     return "\n".join(lines)
 
 
-def clip_label_problem(row: MetadataRow) -> str | None:
-    """The data error of a temporal clip whose name's score is not its label, or None."""
-    if clip_label_matches(row):
+def clip_name_score_problem(row: MetadataRow) -> str | None:
+    """The data error of a temporal clip whose name's score is not its gold score, or None."""
+    if clip_name_score_matches(row):
         return None
     return (f"line {row.line}, field 'reward': {row.file_name!r} is a temporal clip named score "
-            f"{clip_name_score(row.stem)}, but its reward is {row.reward}; a clip's name score is its label in the "
-            "test split. Correct the reward or the file name, or re-download the metadata and this video")
+            f"{clip_name_score(row.stem)}, but its reward is {row.gold_score}; a clip's name score is its gold "
+            "score in the test split. Correct the reward or the file name, or re-download the metadata and this video")
 
 
 def unreadable_metadata(path: str, error: OSError | ValueError) -> str:

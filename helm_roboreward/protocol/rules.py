@@ -1,6 +1,7 @@
 """RoboRewardBench's evaluation protocol, rule by rule in the order of docs/protocol.md (which gives their sources).
 
-Every official default is declared here once; each option departs from it by name. Pure: no HELM, no I/O.
+Every official default is declared here once; each option changes one and is named in the run name. Pure: no HELM,
+no I/O.
 """
 
 import math
@@ -20,7 +21,7 @@ METADATA_FILE = "metadata.jsonl"
 PROMPT_VERSION = "1"  # changes whenever the prompt, the frame rule's defaults or the parse rule change
 MIN_SCORE = 1
 MAX_SCORE = 5
-GOLD_LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
+RUBRIC_SCORES = tuple(range(MIN_SCORE, MAX_SCORE + 1))  # every score the rubric gives
 
 # How run_spec.json names (and tells apart) our runs.
 SCENARIO_CLASS = "helm_roboreward.helm_frontend.scenario.RoboRewardScenario"
@@ -277,32 +278,33 @@ class ScoredPrediction:
     """The per-instance error terms of one prediction."""
 
     predicted: float | None  # None when unparseable
-    gold: int
+    gold_score: int
     abs_error: float
     squared_error: float
     exact_match: float
     invalid_output: float
-    signed_error: float | None  # predicted - gold (positive: over-rewarding); None when unparseable
-    false_success: float  # a 5 for a row labelled below 5
-    missed_success: float  # no 5 for a row labelled 5 (unparseable counts as a miss)
+    signed_error: float | None  # predicted - gold score (positive: over-rewarding); None when unparseable
+    false_success: float  # a 5 for a row whose gold score is below 5
+    missed_success: float  # no 5 for a row whose gold score is 5 (unparseable counts as a miss)
     within_one: float
 
 
-def maximum_error_score(gold: int, invalid_output: bool) -> ScoredPrediction:
+def maximum_error_score(gold_score: int, invalid_output: bool) -> ScoredPrediction:
     """The charge for an answer without a score (``invalid_output`` False: a failed request, no answer at all)."""
-    return ScoredPrediction(None, gold, UNPARSEABLE_ABS_ERROR, UNPARSEABLE_ABS_ERROR**2, 0.0, float(invalid_output),
-                            None, 0.0, float(gold == MAX_SCORE), within_one(UNPARSEABLE_ABS_ERROR))
+    return ScoredPrediction(None, gold_score, UNPARSEABLE_ABS_ERROR, UNPARSEABLE_ABS_ERROR**2, 0.0,
+                            float(invalid_output), None, 0.0, float(gold_score == MAX_SCORE),
+                            within_one(UNPARSEABLE_ABS_ERROR))
 
 
-def score_prediction(completion: str, gold: int) -> ScoredPrediction:
-    """Every per-instance error term of one completion against the gold label."""
+def score_prediction(completion: str, gold_score: int) -> ScoredPrediction:
+    """Every per-instance error term of one completion against the gold score."""
     predicted = parse_progress_score(completion)
     if predicted is None:
-        return maximum_error_score(gold, invalid_output=True)
-    error = predicted - gold
-    return ScoredPrediction(predicted, gold, abs(error), error * error, float(predicted == gold), 0.0, error,
-                            float(predicted == MAX_SCORE and gold < MAX_SCORE),
-                            float(gold == MAX_SCORE and predicted != MAX_SCORE), within_one(abs(error)))
+        return maximum_error_score(gold_score, invalid_output=True)
+    error = predicted - gold_score
+    return ScoredPrediction(predicted, gold_score, abs(error), error * error, float(predicted == gold_score), 0.0,
+                            error, float(predicted == MAX_SCORE and gold_score < MAX_SCORE),
+                            float(gold_score == MAX_SCORE and predicted != MAX_SCORE), within_one(abs(error)))
 
 
 # --- 6. The options: each run-entry argument, its official value first -----------------------------------------

@@ -1,13 +1,13 @@
-"""``roboreward audit``: what a copy of the test split holds, and exactly where it differs from the published one.
+"""``roboreward audit``: what a local copy of the test split holds, and exactly where it differs from the published one.
 
 Reads ``test/metadata.jsonl`` and hashes every video (SHA-256 of the bytes): nothing is decoded and nothing is
-sent to any model. Per subset and kind it counts rows, labels, distinct videos, rows sharing bytes, links (a
-view to its rollout's other view, a clip to its episode's original, a relabel to an original of the same bytes,
-an original to its clips or relabels), ladder videos, clip name/label mismatches and names that follow neither
-real naming pattern; per subset the episodes and bootstrap clusters (names and identical bytes). It then
-compares with the published split's counts (``num_rows`` in ``protocol.py``, the ``PUBLISHED_*``
-constants of ``core/published_split.py``, from the public harness GitHub ``dddais/Robo-dopamine``, folder
-``roborewardbench/``) and its metadata SHA-256. Totals over the whole split are compared only when the copy
+sent to any model. Per subset and kind it counts rows, rows per gold score, distinct videos, rows sharing bytes,
+links (a view to its rollout's other view, a clip to its episode's original, a relabel to an original of the same
+bytes, an original to its clips or relabels), ladder videos, clips whose name's score is not their gold score and
+names that follow neither real naming pattern; per subset the episodes and bootstrap clusters (names and identical
+bytes). It then compares with the published split's counts (``num_rows`` in ``protocol/rules.py``, the
+``PUBLISHED_*`` constants of ``protocol/published.py``, from the public harness GitHub ``dddais/Robo-dopamine``,
+folder ``roborewardbench/``) and its metadata SHA-256. Totals over the whole split are compared only when the copy
 holds every subset they cover. An mp4 under the audited subsets' folders that no metadata row lists is a
 problem to fix: no run reads it, so a copy holding it is not the set of videos its metadata describes.
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from helm_roboreward.protocol.published import (
     PUBLISHED_CLIP_NAME_MISMATCHES,
+    PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND,
     PUBLISHED_KIND_ROWS,
-    PUBLISHED_LABELS_BY_KIND,
     PUBLISHED_LADDERS,
     PUBLISHED_METADATA_SHA256,
     PUBLISHED_OXE_VIDEOS,
@@ -37,7 +37,7 @@ from helm_roboreward.protocol.rows import (
     OXE_EPISODE_NAME,
     DataError,
     MetadataRow,
-    clip_label_problem,
+    clip_name_score_problem,
     cluster_key,
     cluster_numbers,
     episode_key,
@@ -48,27 +48,25 @@ from helm_roboreward.protocol.rows import (
     select_rows,
 )
 from helm_roboreward.protocol.rules import (
-    MAX_SCORE,
     METADATA_FILE,
-    MIN_SCORE,
     OFFICIAL_SUBSET_IDS,
+    RUBRIC_SCORES,
     TEST_SPLIT,
     subset_info,
     subset_order,
 )
 from helm_roboreward.protocol.safe_files import file_digest
 
-LABELS = tuple(range(MIN_SCORE, MAX_SCORE + 1))
 MAX_LISTED = 10
-KIND_COLUMNS = ("subset", "kind", "rows", *(str(label) for label in LABELS), "videos", "shared", "linked",
-                "ladders", "mismatches", "other_names")
+KIND_COLUMNS = ("subset", "kind", "rows", *(str(gold_score) for gold_score in RUBRIC_SCORES), "videos", "shared",
+                "linked", "ladders", "mismatches", "other_names")
 SUBSET_COLUMNS = ("subset", "rows", "published", "episodes", "name_clusters", "clusters", "missing_videos")
 NUMERIC_COLUMNS = KIND_COLUMNS[2:] + SUBSET_COLUMNS[1:]
 LEGEND = (
     "videos: distinct videos by SHA-256; shared: rows whose bytes another row of the subset has; linked: a view "
     "with its rollout's other view, a clip with its episode's original, a relabel with an original of the same "
     "bytes, an original with a clip or relabel; ladders: videos carrying a 5 and at least one relabel; "
-    "mismatches: clips whose name's score is not their label; other_names: names following neither real pattern "
+    "mismatches: clips whose name's score is not their gold score; other_names: names following neither real pattern "
     "(their episode is the name without a camera or clip suffix); name_clusters: RoboArena sessions, else "
     "episodes; clusters: name clusters joined by identical bytes (the bootstrap's clusters)."
 )
@@ -111,7 +109,7 @@ class KindCounts:
     subset: str
     kind: str
     rows: int
-    labels: tuple[int, ...]
+    gold_score_counts: tuple[int, ...]
     videos: int
     shared: int
     linked: int
@@ -121,8 +119,8 @@ class KindCounts:
 
     def cells(self) -> list[str]:
         """The row of the kind table."""
-        values = [self.rows, *self.labels, self.videos, self.shared, self.linked, self.ladders, self.mismatches,
-                  self.other_names]
+        values = [self.rows, *self.gold_score_counts, self.videos, self.shared, self.linked, self.ladders,
+                  self.mismatches, self.other_names]
         return [self.subset, self.kind, *(str(value) for value in values)]
 
 
@@ -154,7 +152,7 @@ class Audit:
     kinds: list[KindCounts]
     subsets: list[SubsetCounts]
     problems: list[str] = field(default_factory=list)
-    """Rows that need fixing: clip name/label mismatches, missing or unusable videos."""
+    """Rows that need fixing: clips whose name's score is not their gold score, missing or unusable videos."""
     differences: list[str] = field(default_factory=list)
     """Where the copy differs from the published split (empty: it matches wherever compared)."""
     compared: bool = False
@@ -167,14 +165,14 @@ def audit_copy(root: str, subsets: Sequence[str] | None, source: str, trusted_ro
     """Audit the copy under ``root`` (``<root>/test/metadata.jsonl``), all subsets or the given ones.
 
     Raises:
-        DataError: The metadata itself cannot be read or has invalid rows (clip name/label mismatches are counted
-            and listed instead).
+        DataError: The metadata itself cannot be read or has invalid rows (clips whose name's score is not their
+            gold score are counted and listed instead).
     """
     path = metadata_path(root)
-    every_row = read_metadata(path, check_clip_labels=False)
+    every_row = read_metadata(path, check_clip_name_scores=False)
     rows = select_rows(every_row, subsets, source)
     audited, problems = _hash_rows(root, rows, trusted_root)
-    problems = [f"{path}, {problem}" for row in rows if (problem := clip_label_problem(row))] + problems
+    problems = [f"{path}, {problem}" for row in rows if (problem := clip_name_score_problem(row))] + problems
     unlisted = unlisted_videos(root, every_row, subsets)
     if unlisted:
         shown = ", ".join(unlisted[:MAX_LISTED]) + (f" and {len(unlisted) - MAX_LISTED} more"
@@ -247,15 +245,15 @@ def kind_counts(rows: Sequence[AuditedRow]) -> list[KindCounts]:
             group = [row for row in members if row.kind == kind]
             if not group:
                 continue
-            labels = Counter(row.row.reward for row in group)
+            gold_score_counts = Counter(row.row.gold_score for row in group)
             out.append(KindCounts(
-                subset, kind, len(group), tuple(labels[label] for label in LABELS),
+                subset, kind, len(group), tuple(gold_score_counts[gold_score] for gold_score in RUBRIC_SCORES),
                 videos=len({row.sha256 for row in group if row.sha256}),
                 shared=sum(1 for row in group if row.sha256 and len(by_video[row.sha256]) > 1),
                 linked=sum(1 for row in group if _linked(row, by_video, by_episode)),
                 ladders=sum(1 for video in by_video.values() if _kinds(video) >= {ORIGINAL, COUNTERFACTUAL})
                 if kind == ORIGINAL else 0,
-                mismatches=sum(1 for row in group if clip_label_problem(row.row)),
+                mismatches=sum(1 for row in group if clip_name_score_problem(row.row)),
                 other_names=sum(1 for row in group if row.pattern == FALLBACK),
             ))
     return out
@@ -341,16 +339,16 @@ def _subset_differences(counts: SubsetCounts, kinds: dict[tuple[str, str], KindC
 
 
 def _split_totals(audit: Audit, present: set[str]) -> list[str]:
-    """Label counts per kind, distinct videos, ladders and orphan relabels, where the copy has their subsets."""
+    """Gold score counts per kind, distinct videos, ladders and orphan relabels, where the copy has their subsets."""
     found = []
     natural_subsets = {subset for subset in OFFICIAL_SUBSET_IDS if subset_info(subset).natural}
     oxe_subsets = set(OFFICIAL_SUBSET_IDS) - natural_subsets
-    for kind, published in PUBLISHED_LABELS_BY_KIND.items():
+    for kind, published in PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND.items():
         needed = natural_subsets if kind == NATURAL else oxe_subsets
         if needed <= present:
-            here = tuple(sum(c.labels[i] for c in audit.kinds if c.kind == kind and c.subset in needed)
-                         for i in range(len(LABELS)))
-            found += _compare(f"{kind} rows with label 1/2/3/4/5", "/".join(map(str, here)),
+            here = tuple(sum(c.gold_score_counts[i] for c in audit.kinds if c.kind == kind and c.subset in needed)
+                         for i in range(len(RUBRIC_SCORES)))
+            found += _compare(f"{kind} rows with gold score 1/2/3/4/5", "/".join(map(str, here)),
                               "/".join(map(str, published)))
     if not oxe_subsets <= present:
         return found
@@ -368,5 +366,5 @@ def _split_totals(audit: Audit, present: set[str]) -> list[str]:
                   for row in video if row.kind == COUNTERFACTUAL)
     found += _compare("relabels without a 5 of the same bytes", orphans, PUBLISHED_RELABELS_WITHOUT_ORIGINAL)
     mismatches = sum(c.mismatches for c in audit.kinds if c.subset in oxe_subsets)
-    found += _compare("clips whose name's score is not their label", mismatches, PUBLISHED_CLIP_NAME_MISMATCHES)
+    found += _compare("clips whose name's score is not their gold score", mismatches, PUBLISHED_CLIP_NAME_MISMATCHES)
     return found

@@ -3,21 +3,22 @@
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from helm_roboreward.protocol.rules import MAX_SCORE, MIN_SCORE, Subset, robot_slug
+from helm_roboreward.protocol.rules import RUBRIC_SCORES, Subset, robot_slug
 
 SUBSET_MAE_PREFIX = "mae_subset_"
 ROBOT_MAE_PREFIX = "mae_robot_"
 KIND_MAE_PREFIX = "mae_kind_"
-# name(key) -> stat: the abs_error copy of one subset's or augmentation kind's rows; the predicted_score copy of the
-# rows labelled ``gold`` (its mean: the mean prediction per label) and its run-level count (its weight when pooled).
+# name(key) -> breakdown stat: abs_error reported on one subset's or augmentation kind's rows only; predicted_score
+# reported on the rows whose gold score is ``gold_score`` only (its mean: the mean prediction per gold score), and its
+# run-level count (its weight when pooled).
 subset_mae = (SUBSET_MAE_PREFIX + "{}").format
 kind_mae = (KIND_MAE_PREFIX + "{}").format
-gold_prediction = "predicted_score_gold_{}".format
-gold_prediction_rows = "predicted_score_gold_{}_rows".format
+predicted_score_gold = "predicted_score_gold_{}".format
+predicted_score_gold_rows = "predicted_score_gold_{}_rows".format
 
 
 def robot_mae(robot: str) -> str:
-    """The ``abs_error`` copy of one robot's rows (named by its slug)."""
+    """The breakdown stat of ``abs_error`` on one robot's rows (named by its slug)."""
     return ROBOT_MAE_PREFIX + robot_slug(robot)
 
 
@@ -31,7 +32,7 @@ REWARD_MODEL = "reward_model"
 EXPECTED = "expected_score"
 PEER = "peer_metrics"
 
-GOLD_PREDICTIONS: tuple[str, ...] = tuple(gold_prediction(gold) for gold in range(MIN_SCORE, MAX_SCORE + 1))
+PREDICTED_SCORE_GOLD_STATS: tuple[str, ...] = tuple(predicted_score_gold(gold_score) for gold_score in RUBRIC_SCORES)
 
 
 @dataclass(frozen=True)
@@ -47,27 +48,28 @@ class StatDefinition:
 
 
 STATS: tuple[StatDefinition, ...] = (
-    StatDefinition("abs_error", "MAE", "Mean absolute error between the parsed score and the human label (1..5 "
+    StatDefinition("abs_error", "MAE", "Mean absolute error between the parsed score and the gold score (1..5 "
                    "scale; unparseable answers count 4).", True),
     StatDefinition("macro_mae", "Macro MAE", "Unweighted mean of the per-subset MAEs (the official overall number).",
                    True, per_instance=False),
     StatDefinition("num_subsets", "# subsets", "Number of subsets the macro MAE averages.", None, per_instance=False),
     StatDefinition("squared_error", "MSE", "Mean squared error of the parsed score.", True),
-    StatDefinition("exact_match", "Exact match", "Share of answers equal to the human label.", False),
-    StatDefinition("within_one", "Within 1", "Share of answers at most 1 from the human label (unparseable answers "
-                   "and failed requests charged error 4 are not; core/peer_metrics.py).", False),
+    StatDefinition("exact_match", "Exact match", "Share of answers equal to the gold score.", False),
+    StatDefinition("within_one", "Within 1", "Share of answers at most 1 from the gold score (unparseable answers "
+                   "and failed requests charged error 4 are not; protocol/reward_statistics.py).", False),
     StatDefinition("invalid_output", "Invalid output", "Share of answers with no parseable score.", True),
-    StatDefinition("false_success", "False success", "Share of rollouts labelled below 5 that got a 5 "
+    StatDefinition("false_success", "False success", "Share of rollouts with a gold score below 5 that got a 5 "
                    "(over-rewarding a failure).", True),
-    StatDefinition("missed_success", "Missed success", "Share of rollouts labelled 5 that did not get a 5 "
+    StatDefinition("missed_success", "Missed success", "Share of rollouts with gold score 5 that did not get a 5 "
                    "(under-rewarding a success; unparseable answers count).", True),
-    StatDefinition("signed_error", "Bias", "Mean of predicted minus label over parsed answers (positive: "
+    StatDefinition("signed_error", "Bias", "Mean of predicted minus gold score over parsed answers (positive: "
                    "over-rewarding).", None),
     StatDefinition("predicted_score", "Predicted score", "The parsed score (mean over parsed answers; absent when "
                    "the answer could not be parsed).", None),
-    *(StatDefinition(gold_prediction(gold), f"Mean pred. (gold {gold})", f"Mean parsed score of the rows labelled "
-                     f"{gold} (parsed answers only).", None) for gold in range(MIN_SCORE, MAX_SCORE + 1)),
-    StatDefinition("gold_score", "Gold score", "The human-verified label (mean over answered rows).", None),
+    *(StatDefinition(predicted_score_gold(gold_score), f"Mean pred. (gold {gold_score})",
+                     f"Mean parsed score of the rows with gold score {gold_score} (parsed answers only).", None)
+      for gold_score in RUBRIC_SCORES),
+    StatDefinition("gold_score", "Gold score", "The human-verified gold score (mean over answered rows).", None),
     StatDefinition("failed_request", "Failed requests", "Share of requests that returned no completion after "
                    "retries; by the official rule each costs error 4 in the MAE (failed=skip leaves them out), but "
                    "never counts as an invalid output.", True),
@@ -75,9 +77,10 @@ STATS: tuple[StatDefinition, ...] = (
     StatDefinition("error_rows", "# rows with an error", "Rows the MAE counts (a failed request under failed=skip "
                    "is not one): the weight of the run's MAE, exact and within-1 means when pooled over runs "
                    "(micro).", None, per_instance=False),
-    *(StatDefinition(gold_prediction_rows(gold), f"# parsed (gold {gold})", f"Parsed answers of the rows labelled "
-                     f"{gold}: the weight of the mean prediction when pooled over runs.", None, per_instance=False)
-      for gold in range(MIN_SCORE, MAX_SCORE + 1)),
+    *(StatDefinition(predicted_score_gold_rows(gold_score), f"# parsed (gold {gold_score})",
+                     f"Parsed answers of the rows with gold score {gold_score}: the weight of the mean prediction "
+                     "when pooled over runs.", None, per_instance=False)
+      for gold_score in RUBRIC_SCORES),
     StatDefinition("eval_coverage", "Rows evaluated", "Share of the run's rows evaluated; below 1 helm-run's -m "
                    "sampled them at random and the MAEs are not the official numbers.", None, per_instance=False),
     StatDefinition("num_frames", "# frames", "Frames sent per instance (0 for native video).", None,
@@ -173,7 +176,7 @@ METRIC_GROUPS: dict[str, tuple[str, ...]] = {
     EXPECTED: ("expected_score_coverage", "expected_abs_error", "success_brier", "success_ece",
                "preference_accuracy_expected", "ladder_accuracy_expected", "ladder_tau_b_expected",
                "clip_accuracy_expected", "success_auroc_expected", "success_f1_expected", "success_mcc_expected"),
-    PEER: ("exact_match", "within_one") + GOLD_PREDICTIONS,
+    PEER: ("exact_match", "within_one") + PREDICTED_SCORE_GOLD_STATS,
 }
 """The stats each table shows, in column order (the schema's metric groups and the summarizer's extra tables)."""
 
@@ -189,7 +192,7 @@ def in_group(group: str) -> tuple[StatDefinition, ...]:
 def breakdown_stats(
     kinds: Iterable[str], robots: Iterable[str], subsets: Sequence[Subset]
 ) -> tuple[StatDefinition, ...]:
-    """The ``abs_error`` copies that only a kind's, robot's or subset's rows carry (their mean: its MAE)."""
+    """The breakdown stats of ``abs_error`` that only a kind's, robot's or subset's rows carry (their mean: its MAE)."""
     found = [StatDefinition(kind_mae(kind), f"MAE ({kind})", f"MAE on {KIND_DESCRIPTIONS.get(kind, kind)}.", True)
              for kind in kinds]
     found += [StatDefinition(robot_mae(robot), f"MAE ({robot})", f"MAE on {robot} rollouts.", True)
@@ -203,7 +206,7 @@ MAY_BE_ABSENT: frozenset[str] = frozenset(
     ["num_prompt_tokens", "num_completion_tokens", "predicted_score", "signed_error", "false_success",
      "missed_success", "eval_coverage"]
     + list(METRIC_GROUPS[REWARD_MODEL]) + list(METRIC_GROUPS[EXPECTED])
-    + ["expected_score_available", "expected_score", "success_probability"] + list(GOLD_PREDICTIONS)
+    + ["expected_score_available", "expected_score", "success_probability"] + list(PREDICTED_SCORE_GOLD_STATS)
 )
 """Stats a correct run may not report (why: docs/data.md); the summarizer warns about any other missing stat."""
 

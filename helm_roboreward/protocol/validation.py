@@ -1,4 +1,4 @@
-"""What a JSON Lines line, a task, a reward label, an episode's span and a frame rate may be: one rule each.
+"""What a JSON Lines line, a task, a gold score, an episode's span and a frame rate may be: one rule each.
 
 ``roboreward prepare`` reads ``metadata.jsonl`` rows, ``import-lerobot`` and ``label`` write them from a LeRobot
 dataset and a labels file; both decide with these functions, so a copy one writes is a copy the other reads. Each
@@ -66,23 +66,23 @@ def integer_value(value: object, text: bool = False) -> int:
     raise ValueError(f"expected an integer, got {value!r}")
 
 
-def reward_value(value: object, text: bool = False) -> int:
-    """A reward label: an integer :data:`~helm_roboreward.protocol.rules.MIN_SCORE`..``MAX_SCORE``.
+def gold_score_value(value: object, text: bool = False) -> int:
+    """A gold score (a row's ``reward`` field): an integer ``MIN_SCORE``..``MAX_SCORE`` of the rubric.
 
     ``text`` also takes ASCII digits (a CSV cell, a labels file's ``"3"``); a float (``3.0``) is always refused.
 
     Raises:
         ValueError: Not an integer, or outside the rubric's scale.
     """
-    if isinstance(value, float):  # 3.0 is not a label the rubric gives
+    if isinstance(value, float):  # 3.0 is not a score the rubric gives
         raise ValueError(f"expected an integer {MIN_SCORE}..{MAX_SCORE}, got {value!r}")
     try:
-        reward = integer_value(value, text)
+        gold_score = integer_value(value, text)
     except ValueError:
         raise ValueError(f"expected an integer {MIN_SCORE}..{MAX_SCORE}, got {value!r}") from None
-    if not MIN_SCORE <= reward <= MAX_SCORE:
-        raise ValueError(f"{reward} is outside {MIN_SCORE}..{MAX_SCORE}")
-    return reward
+    if not MIN_SCORE <= gold_score <= MAX_SCORE:
+        raise ValueError(f"{gold_score} is outside {MIN_SCORE}..{MAX_SCORE}")
+    return gold_score
 
 
 def finite_number(value: object) -> float:

@@ -37,7 +37,7 @@ FRAME_CONTENT_TYPE = "image/jpeg"
 
 @dataclass(frozen=True)
 class PreparedMedia:
-    """The media of one rollout as a request will carry it: the JPEG frames, or an mp4 copy (media/copies.py)."""
+    """The media of one rollout as a request will carry it: the JPEG frames, or its native mp4 (native_videos.py)."""
 
     video_sha256: str
     content_type: str

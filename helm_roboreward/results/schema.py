@@ -102,7 +102,7 @@ def _metric_groups(extra: Sequence[Subset] = ()) -> list[dict[str, Any]]:
                           list(METRIC_GROUPS[REWARD_MODEL]), hide_win_rates=True),
         _group_of_metrics(EXPECTED, "Expected-score rewards (score=expected)", list(METRIC_GROUPS[EXPECTED]),
                           hide_win_rates=True),
-        _group_of_metrics(PEER, "Peer metrics (exact, within 1, mean prediction per gold label)",
+        _group_of_metrics(PEER, "Peer metrics (exact, within 1, mean prediction per gold score)",
                           list(METRIC_GROUPS[PEER]), hide_win_rates=True),
     ]
 
@@ -118,7 +118,7 @@ def _subset_group(subset: Subset, origin: str) -> dict[str, Any]:
                           "general_information"],
         "environment": {"main_name": "abs_error", "main_split": "test"},
         "taxonomy": {"task": "reward modeling (progress score 1..5)", "what": f"{subset.robot} rollout videos",
-                     "who": "robot teleoperators and policies; human-verified labels", "when": "2018-2025",
+                     "who": "robot teleoperators and policies; human-verified gold scores", "when": "2018-2025",
                      "language": "English"},
     }
 

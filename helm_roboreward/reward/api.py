@@ -25,7 +25,7 @@ from helm_roboreward.protocol.safe_files import file_digest
 from helm_roboreward.protocol.score_probabilities import SCORE_TOKEN_LOGPROBS, expected_score, score_distribution
 from helm_roboreward.protocol.video_decoding import MediaWriteError, VideoError
 from helm_roboreward.reward.inputs import (
-    INBOX_FOLDER,
+    INPUTS_FOLDER,
     RewardInputError,
     RewardModelError,
     check_fps,
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from helm_roboreward.reward.helm_scoring import HelmSide, Routed  # noqa: F401  (annotations)
 
 MEDIA_FOLDER = "roboreward_media"
-"""Under ``local_path`` unless ``media_dir`` is given: the inbox (videos given as bytes or frames), frames, copies."""
+"""Under ``local_path`` unless ``media_dir`` is given: ``inputs/`` (videos given as bytes or frames), frames, native
+mp4s."""
 DEFAULT_WORKERS = 8
 _MEDIA_LOCK = threading.Lock()
 """One media preparation at a time per process: the frame extractor shares one swscale context (media.decoding),
@@ -147,7 +148,7 @@ class RewardModel:
         model: A model a run entry accepts (``teetone/roboreward-8b``, ``openai/gpt-5-mini-2025-08-07``, ...).
         deployment: The model deployment (default: the one ``helm-run`` would pick).
         local_path: helm-run's ``--local-path``: model files, ``credentials.conf`` and the request cache.
-        options: Run-entry options that depart from the protocol by name (``video``, ``fps``, ``last_frame``,
+        options: Run-entry options that change the official defaults (``video``, ``fps``, ``last_frame``,
             ``max_frames``, ``max_side``, ``layout``, ``decoding``, ``score``), as a dict or ``"k=v,k2=v2"``.
         media_dir: Where prepared media live (default ``<local_path>/roboreward_media``).
         cache: Use HELM's request cache (``<local_path>/cache``), as helm-run does.
@@ -171,7 +172,7 @@ class RewardModel:
         self._helm: HelmSide = HelmSide(self.routed, local_path, cache)
         self._helm.build_client()
         self.media_dir = recorded_path(os.path.abspath(media_dir or os.path.join(local_path, MEDIA_FOLDER)))
-        self._inbox = os.path.join(self.media_dir, INBOX_FOLDER)
+        self._inputs_folder = os.path.join(self.media_dir, INPUTS_FOLDER)
         self._prepare = preparation.prepare_one
 
     @property
@@ -194,7 +195,7 @@ class RewardModel:
             RewardInputError: A bad task, fps or frames, or a video that does not decode (``field`` says which).
         """
         item = check_item(RewardItem(task, video, fps))
-        path = video_file(item.video, self._inbox)
+        path = video_file(item.video, self._inputs_folder)
         digest = file_digest(path)  # outside the lock: only frame extraction must run one at a time
         try:
             with _MEDIA_LOCK:
@@ -203,7 +204,7 @@ class RewardModel:
         except MediaWriteError:
             raise
         except VideoError as error:
-            raise RewardInputError("video", _without_inbox(str(error), path, video)) from None
+            raise RewardInputError("video", _without_inputs_folder(str(error), path, video)) from None
         digest = hashlib.sha256(f"{media.video_sha256}|{task}".encode()).hexdigest()[:16]
         return self._helm.request(task, media.content_type, media.paths, f"reward-{digest}")
 
@@ -281,8 +282,8 @@ def option_dict(options: Mapping[str, object] | str | None) -> dict[str, str]:
     return {str(key): str(int(value)) if isinstance(value, bool) else str(value) for key, value in options.items()}
 
 
-def _without_inbox(message: str, path: str, video: Any) -> str:
-    """A decoding error about an inbox file, phrased about the input (the inbox path means nothing to a caller)."""
+def _without_inputs_folder(message: str, path: str, video: Any) -> str:
+    """A decoding error about a file in the inputs folder, phrased about the input (whose path users never see)."""
     if isinstance(video, str | os.PathLike):
         return message
     return message.replace(path, "the video given")

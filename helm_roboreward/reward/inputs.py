@@ -1,8 +1,8 @@
 """What a reward call takes, checked: the task, and the video as an mp4 path, mp4 bytes or frames with their fps.
 
 Every check raises :class:`RewardInputError` naming the field and what to do. A video in memory (bytes, frames)
-becomes a content-addressed mp4 under the model's inbox folder, so the same input is the same file: the media
-cache and HELM's request cache then serve a repeat. Pure apart from that file; no HELM.
+becomes a content-addressed mp4 under the model's inputs folder (``inputs/``), so the same input is the same file:
+the media cache and HELM's request cache then serve a repeat. Pure apart from that file; no HELM.
 """
 
 import hashlib
@@ -22,7 +22,7 @@ MAX_TASK_CHARACTERS = 1000
 """The benchmark's tasks have 4..207 characters; a much longer one is a mistake (a transcript, a file)."""
 MIN_FRAME_SIDE = 16
 """Smaller frames cannot be encoded as H.264 (and show nothing a rubric could judge)."""
-INBOX_FOLDER = "inputs"
+INPUTS_FOLDER = "inputs"
 ENCODE_CRF = "17"
 """x264 quality of frames encoded to mp4: visually lossless (the frames then follow an mp4's path exactly)."""
 
@@ -131,28 +131,28 @@ def check_video_path(path: str | os.PathLike[str], field: str = "video") -> str:
     return real
 
 
-def _in_inbox(inbox: str, name: str, make: "Any") -> str:
-    """``inbox/<name[:2]>/<name>``, written by ``make()`` (bytes) unless it is there already."""
-    target = os.path.join(inbox, name[:2], name)
+def _in_inputs_folder(inputs_folder: str, name: str, make: "Any") -> str:
+    """``<inputs folder>/<name[:2]>/<name>``, written by ``make()`` (bytes) unless it is there already."""
+    target = os.path.join(inputs_folder, name[:2], name)
     if not os.path.isfile(target):
         os.makedirs(os.path.dirname(target), exist_ok=True)
         write_atomically(target, make())
     return target
 
 
-def mp4_bytes_file(data: bytes, inbox: str) -> str:
+def mp4_bytes_file(data: bytes, inputs_folder: str) -> str:
     """The content-addressed file holding these mp4 bytes."""
     if not data:
         raise RewardInputError("video", "is empty (0 bytes); give the mp4's bytes")
-    return _in_inbox(inbox, hashlib.sha256(data).hexdigest()[:32] + ".mp4", lambda: data)
+    return _in_inputs_folder(inputs_folder, hashlib.sha256(data).hexdigest()[:32] + ".mp4", lambda: data)
 
 
-def frames_file(frames: Frames, inbox: str) -> str:
+def frames_file(frames: Frames, inputs_folder: str) -> str:
     """The content-addressed mp4 of these frames (H.264 at their fps), encoded on first use."""
     digest = hashlib.sha256()
     digest.update(repr((frames.array.shape, frames.fps, ENCODE_CRF)).encode("ascii"))
     digest.update(frames.array.tobytes())
-    return _in_inbox(inbox, "frames-" + digest.hexdigest()[:32] + ".mp4", lambda: encode_mp4(frames))
+    return _in_inputs_folder(inputs_folder, "frames-" + digest.hexdigest()[:32] + ".mp4", lambda: encode_mp4(frames))
 
 
 def encode_mp4(frames: Frames) -> bytes:
@@ -176,10 +176,10 @@ def encode_mp4(frames: Frames) -> bytes:
     return buffer.getvalue()
 
 
-def video_file(video: object, inbox: str) -> str:
-    """The mp4 file a checked video input stands for (a path as given; bytes and frames stored in ``inbox``)."""
+def video_file(video: object, inputs_folder: str) -> str:
+    """The mp4 file a checked video input stands for (a path as given; bytes and frames stored in ``inputs_folder``)."""
     if isinstance(video, bytes | bytearray | memoryview):
-        return mp4_bytes_file(bytes(video), inbox)
+        return mp4_bytes_file(bytes(video), inputs_folder)
     if isinstance(video, str | os.PathLike):
         return check_video_path(video)
-    return frames_file(check_frames(video, None), inbox)  # Frames carry their fps
+    return frames_file(check_frames(video, None), inputs_folder)  # Frames carry their fps

@@ -16,7 +16,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--deployment", help="its model deployment (default: the one helm-run would pick)")
     parser.add_argument("--local-path", default="prod_env",
                         help="helm-run's --local-path: model files, credentials.conf, the request cache")
-    parser.add_argument("--options", default="", help="run-entry options departing from the protocol by name, "
+    parser.add_argument("--options", default="", help="run-entry options that change the official defaults, "
                         "e.g. 'video=frames,max_frames=16' (video, fps, last_frame, max_frames, max_side, layout, "
                         "decoding, score)")
     parser.add_argument("--media-dir", help="where prepared media live (default <local-path>/roboreward_media)")

@@ -1,9 +1,10 @@
-"""Your own robot data: LeRobot datasets imported as a benchmark copy, labelled by any reward model, exported.
+"""Your own robot data: LeRobot datasets imported as a local copy, scored by any reward model, exported.
 
 - :mod:`~helm_roboreward.robot_data.lerobot_format`: reading a LeRobotDataset (v2.1 and v3.0 layouts): its info,
   cameras and file paths; :mod:`~helm_roboreward.robot_data.lerobot_episodes`: its episodes, checked;
 - :mod:`~helm_roboreward.robot_data.episode_clips`: cutting an episode (or a prefix of it) out of its video;
-- :mod:`~helm_roboreward.robot_data.labels`: episode selections and reward labels (file or ``next.success``);
+- :mod:`~helm_roboreward.robot_data.labels`: episode selections and their gold scores (labels: a file or
+  ``next.success``);
 - :mod:`~helm_roboreward.robot_data.importing`: writing the local copy in the benchmark layout;
 - :mod:`~helm_roboreward.robot_data.labelling`: scoring every episode through the reward API
   (:mod:`~helm_roboreward.robot_data.scoring`: ``-n`` rows at a time, a progress bar, Ctrl-C at once);

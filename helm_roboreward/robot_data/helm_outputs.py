@@ -2,9 +2,9 @@
 
 Per run folder ``<output>/runs/<suite>/<run>/``: ``run_spec.json`` (scenario class and arguments, model,
 deployment, run name) and ``scenario_state.json`` (each request state: the instance with its ``extra_data``
-record and gold reference, the request's media, the result's completions, success and error). The parsed score
-is the official rule's (:func:`helm_roboreward.protocol.rules.parse_progress_score`) on the raw completion; a failed
-request has no score (HELM turns it into an empty answer, which is unparseable anyway).
+record and the reference holding its gold score, the request's media, the result's completions, success and
+error). The parsed score is the official rule's (:func:`helm_roboreward.protocol.rules.parse_progress_score`) on
+the raw completion; a failed request has no score (HELM turns it into an empty answer, which is unparseable anyway).
 """
 
 import json
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from helm_roboreward.helm_frontend.run_rows import gold_of, media_objects
+from helm_roboreward.helm_frontend.run_rows import media_objects, recorded_gold_score
 from helm_roboreward.protocol.instance_record import InstanceRecord
 from helm_roboreward.protocol.rows import DataError
 from helm_roboreward.protocol.rules import SCENARIO_CLASS, parse_progress_score
@@ -43,7 +43,7 @@ class Prediction:
     """The row's ``file_name`` in the data (the row key)."""
 
     task: str
-    gold: float | None
+    gold_score: float | None
     raw_output: str
     score: float | None
     """Parsed by the official rule; None when unparseable or the request failed."""
@@ -119,8 +119,9 @@ def predictions_of(run: RunInfo) -> Iterator[Prediction]:
         media = list(media_objects(request_state.get("request") or {}))
         yield Prediction(
             run=run.name, model=run.model, deployment=run.deployment, instance_id=str(instance.get("id", "")),
-            subset=record.subset, source_file=record.source_file, task=record.task, gold=gold_of(instance),
-            raw_output=raw, score=None if failed else parse_progress_score(raw), request_failed=failed,
+            subset=record.subset, source_file=record.source_file, task=record.task,
+            gold_score=recorded_gold_score(instance), raw_output=raw,
+            score=None if failed else parse_progress_score(raw), request_failed=failed,
             error=str(result["error"]) if result.get("error") else None,
             media=tuple(location for _, location in media), content_type=media[0][0] if media else "",
             media_types=tuple(content_type for content_type, _ in media))

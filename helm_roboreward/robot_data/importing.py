@@ -43,8 +43,8 @@ from helm_roboreward.robot_data.episode_clips import (
 )
 from helm_roboreward.robot_data.labels import (
     LABEL_SOURCES,
+    ImportRequestError,
     Label,
-    LabelError,
     check_label_episodes,
     read_labels,
     select_episodes,
@@ -67,10 +67,10 @@ from helm_roboreward.robot_data.progress import anchor_end_frames
 PROVENANCE_FILE = IMPORT_RECORD
 IMPORT_FORMAT = "roboreward-lerobot-import-1"
 """Changes when the copy's layout or provenance fields change (an older copy is then re-made, not reused)."""
-PLACEHOLDER_REWARD = MIN_SCORE
+PLACEHOLDER_GOLD_SCORE = MIN_SCORE
+"""The gold score every row of an unlabelled copy carries (the layout needs one); never shown to a model."""
 MAX_CRF = 51
 """x264's worst quality for 8-bit video (0 is lossless)."""
-"""The reward every row of an unlabelled copy carries (the layout needs one); never shown to a model."""
 _SUBSET_CHARACTERS = re.compile(r"[^a-z0-9_]+")
 
 
@@ -91,7 +91,7 @@ class ImportRequest:
     labels_file: str | None = None
     labels_from: str | None = None
     placeholder_labels: bool = False
-    """No labels: every row gets :data:`PLACEHOLDER_REWARD` (``roboreward label``'s working copy)."""
+    """No labels: every row gets :data:`PLACEHOLDER_GOLD_SCORE` (``roboreward label``'s working copy)."""
 
     anchors: int = 0
     """0: one clip per episode; K: the K prefix clips ``[0, t_k]`` of each (the last is the episode)."""
@@ -110,7 +110,7 @@ class CopyRow:
 
     length: int
     task: str
-    reward: int
+    gold_score: int
 
 
 @dataclass
@@ -136,13 +136,13 @@ def check_subset(subset: str) -> str:
     """A subset id for the copy: a plain folder name, not one of the benchmark's own subsets.
 
     Raises:
-        LabelError: The name is not ``[A-Za-z0-9][A-Za-z0-9_.-]*`` or is an official / sample subset id.
+        ImportRequestError: The name is not ``[A-Za-z0-9][A-Za-z0-9_.-]*`` or is an official / sample subset id.
     """
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", subset):
-        raise LabelError(f"--subset {subset!r}: use letters, digits, '_', '.', '-' (a folder name)")
+        raise ImportRequestError(f"--subset {subset!r}: use letters, digits, '_', '.', '-' (a folder name)")
     if subset in ALL_KNOWN_SUBSETS:
-        raise LabelError(f"--subset {subset!r} is a RoboRewardBench subset; your data would be shown as "
-                         f"{ALL_KNOWN_SUBSETS[subset].display_name}. Choose another name")
+        raise ImportRequestError(f"--subset {subset!r} is a RoboRewardBench subset; your data would be shown as "
+                                 f"{ALL_KNOWN_SUBSETS[subset].display_name}. Choose another name")
     return subset
 
 
@@ -153,12 +153,12 @@ def plan_import(request: ImportRequest, ensure_files: Callable[[list[str]], None
     ``ensure_files`` is called with the data files ``--labels-from next.success`` reads, before reading them.
 
     Raises:
-        LeRobotFormatError, LabelError: See :mod:`~helm_roboreward.robot_data.lerobot_format` and
+        LeRobotFormatError, ImportRequestError: See :mod:`~helm_roboreward.robot_data.lerobot_format` and
             :mod:`~helm_roboreward.robot_data.labels`.
     """
     if not 0 <= request.crf <= MAX_CRF:
-        raise LabelError(f"--crf {request.crf}: x264's quality runs from 0 (lossless) to {MAX_CRF} (worst); "
-                         f"{DEFAULT_CRF}, the default, is visually lossless")
+        raise ImportRequestError(f"--crf {request.crf}: x264's quality runs from 0 (lossless) to {MAX_CRF} (worst); "
+                                 f"{DEFAULT_CRF}, the default, is visually lossless")
     info = read_info(request.root)
     camera = choose_camera(info, request.camera)
     dataset = read_episodes(info, camera)
@@ -177,14 +177,14 @@ def plan_import(request: ImportRequest, ensure_files: Callable[[list[str]], None
     check_spans(selected, camera.fps)
     if request.labels_from:
         if request.labels_from not in LABEL_SOURCES:
-            raise LabelError(f"--labels-from {request.labels_from!r}: only {SUCCESS_FEATURE} is known")
+            raise ImportRequestError(f"--labels-from {request.labels_from!r}: only {SUCCESS_FEATURE} is known")
         if ensure_files is not None:
             ensure_files(sorted({episode.data_file for episode in selected}))
         return info, camera, selected, success_labels(read_success_flags(info, selected)), subset
     if request.placeholder_labels:
-        return info, camera, selected, {e.index: Label(e.index, PLACEHOLDER_REWARD) for e in selected}, subset
-    raise LabelError("give the labels: --labels FILE (episode_index, reward 1..5[, task]) or --labels-from "
-                     f"{SUCCESS_FEATURE}; to score unlabelled episodes with a model, use `roboreward label`")
+        return info, camera, selected, {e.index: Label(e.index, PLACEHOLDER_GOLD_SCORE) for e in selected}, subset
+    raise ImportRequestError("give the labels: --labels FILE (episode_index, reward 1..5[, task]) or --labels-from "
+                             f"{SUCCESS_FEATURE}; to score unlabelled episodes with a model, use `roboreward label`")
 
 
 def describe_source(source: dict[str, str]) -> str:
@@ -198,7 +198,7 @@ def copy_rows(episodes: Sequence[Episode], labels: dict[int, Label], subset: str
     """The rows of the copy, in episode order (prefix clips before their whole episode).
 
     Raises:
-        LabelError: An episode's task (the labels file's, else the dataset's) is not a task the benchmark reads
+        ImportRequestError: An episode's task (the labels file's, else the dataset's) is not a task the benchmark reads
             (:func:`~helm_roboreward.protocol.validation.task_problem`, the rule ``roboreward prepare`` applies).
     """
     rows: list[CopyRow] = []
@@ -207,13 +207,13 @@ def copy_rows(episodes: Sequence[Episode], labels: dict[int, Label], subset: str
         task = label.task or "; ".join(episode.tasks)
         problem = "the episode metadata gives no task" if not task else task_problem(task)
         if problem:
-            raise LabelError(f"{episode.where}, field 'tasks': {problem}; give its task in a labels file (column "
-                             "'task'), or leave the episode out with --episodes")
+            raise ImportRequestError(f"{episode.where}, field 'tasks': {problem}; give its task in a labels file "
+                                     "(column 'task'), or leave the episode out with --episodes")
         ends = anchor_end_frames(episode.length, anchors) if anchors else [episode.length]
         for end in ends:
             suffix = "" if end == episode.length else f"_upto_{end:06d}"
             rows.append(CopyRow(f"{subset}/episode_{episode.index:06d}{suffix}.mp4", episode.index, end,
-                                episode.length, task, label.reward))
+                                episode.length, task, label.gold_score))
     return rows
 
 
@@ -223,7 +223,7 @@ def import_key(request: ImportRequest, camera: Camera, rows: Sequence[CopyRow], 
         "format": IMPORT_FORMAT, "source": {k: v for k, v in request.source.items() if k != "revision"},
         "camera": camera.key, "subset": subset, "crf": request.crf, "labels_from": request.labels_from,
         "placeholder": request.placeholder_labels,
-        "rows": [[row.file_name, row.episode_index, row.end_frame, row.task, row.reward] for row in rows],
+        "rows": [[row.file_name, row.episode_index, row.end_frame, row.task, row.gold_score] for row in rows],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
@@ -232,12 +232,12 @@ def existing_import(out: str) -> dict[str, Any] | None:
     """The provenance of the import in ``out`` (None: no folder, or an empty one).
 
     Raises:
-        LabelError: ``out`` is a file, or a non-empty folder that holds no import.
+        ImportRequestError: ``out`` is a file, or a non-empty folder that holds no import.
     """
     if not os.path.exists(out):
         return None
     if not os.path.isdir(out):
-        raise LabelError(f"--out {out}: is a file; give a folder for the copy")
+        raise ImportRequestError(f"--out {out}: is a file; give a folder for the copy")
     if not os.listdir(out):
         return None
     path = os.path.join(out, PROVENANCE_FILE)
@@ -245,8 +245,8 @@ def existing_import(out: str) -> dict[str, Any] | None:
         with open(path, encoding="utf-8") as handle:
             record = json.load(handle)
     except (OSError, json.JSONDecodeError):
-        raise LabelError(f"--out {out}: the folder is not empty and holds no import ({PROVENANCE_FILE}); give a new "
-                         "or empty folder") from None
+        raise ImportRequestError(f"--out {out}: the folder is not empty and holds no import ({PROVENANCE_FILE}); "
+                                 "give a new or empty folder") from None
     return record if isinstance(record, dict) else {}
 
 
@@ -260,7 +260,7 @@ def import_lerobot(request: ImportRequest, ensure_files: Callable[[list[str]], N
         progress: Show a progress bar over episodes.
 
     Raises:
-        LeRobotFormatError, LabelError: Bad data, labels or options; nothing is written.
+        LeRobotFormatError, ImportRequestError: Bad data, labels or options; nothing is written.
     """
     started = time.monotonic()
     out = os.path.abspath(request.out)
@@ -274,7 +274,7 @@ def import_lerobot(request: ImportRequest, ensure_files: Callable[[list[str]], N
             return ImportResult(out, subset, rows, existing, reused=True, episodes=episodes)
         # An unlabelled working copy (roboreward label's) is the command's own: another mode or selection replaces it.
         if not (request.placeholder_labels and (existing.get("labels") or {}).get("source") == "placeholder"):
-            raise LabelError(_different_import(out, existing, request, camera, subset))
+            raise ImportRequestError(_different_import(out, existing, request, camera, subset))
     if ensure_files is not None:
         ensure_files(sorted({episode.video_file for episode in episodes}))
     remove_abandoned_copies(out)
@@ -308,17 +308,17 @@ def check_out(out: str, request: ImportRequest) -> None:
     The copy is renamed into place at the end, so a link there would fail only after every episode was encoded.
 
     Raises:
-        LabelError: ``out`` is a link (or a dangling one), or lies inside the source dataset.
+        ImportRequestError: ``out`` is a link (or a dangling one), or lies inside the source dataset.
     """
     if os.path.islink(out):
         target = os.readlink(out)
         state = "" if os.path.exists(out) else ", which does not exist"
-        raise LabelError(f"--out {out} is a link (to {target}{state}); the copy is renamed into place, so give the "
-                         "real path of the folder, or remove the link")
+        raise ImportRequestError(f"--out {out} is a link (to {target}{state}); the copy is renamed into place, so "
+                                 "give the real path of the folder, or remove the link")
     for root in {request.root, link_root(request.root)}:
         if is_inside(out, root):
-            raise LabelError(f"--out {out} lies inside the source dataset {os.path.realpath(root)}; the source is "
-                             "never written to: give a folder outside it")
+            raise ImportRequestError(f"--out {out} lies inside the source dataset {os.path.realpath(root)}; the "
+                                     "source is never written to: give a folder outside it")
 
 
 def remove_abandoned_copies(out: str) -> list[str]:
@@ -396,7 +396,7 @@ def _open(source: str, episode: Episode) -> "av.container.InputContainer | None"
 def _write_metadata(staging: str, rows: Sequence[CopyRow], placeholder: bool) -> None:
     lines = []
     for row in rows:
-        record: dict[str, Any] = {"file_name": row.file_name, "task": row.task, "reward": row.reward}
+        record: dict[str, Any] = {"file_name": row.file_name, "task": row.task, "reward": row.gold_score}
         if placeholder:
             record["reward_is_placeholder"] = True
         lines.append(json.dumps(record, ensure_ascii=False))
@@ -410,9 +410,9 @@ def _labels_record(request: ImportRequest) -> dict[str, Any]:
     if request.labels_from:
         return {"source": request.labels_from, "coarse": True,
                 "note": f"coarse: 5 when the episode's last frame has {SUCCESS_FEATURE} true, else 1 (never 2..4)"}
-    return {"source": "placeholder", "coarse": False, "placeholder_reward": PLACEHOLDER_REWARD,
-            "note": "unlabelled: every reward is a placeholder, so any MAE or other gold-based statistic of a run "
-                    "on this copy is meaningless"}
+    return {"source": "placeholder", "coarse": False, "placeholder_reward": PLACEHOLDER_GOLD_SCORE,
+            "note": "unlabelled: every gold score is a placeholder, so any MAE or other statistic against the gold "
+                    "scores of a run on this copy is meaningless"}
 
 
 def _provenance(request: ImportRequest, info: DatasetInfo, camera: Camera, subset: str, rows: Sequence[CopyRow],
@@ -432,7 +432,7 @@ def _provenance(request: ImportRequest, info: DatasetInfo, camera: Camera, subse
         "anchors": request.anchors,
         "rows": [{
             "file_name": row.file_name, "episode_index": row.episode_index, "end_frame": row.end_frame,
-            "length": row.length, "task": row.task, "reward": row.reward,
+            "length": row.length, "task": row.task, "reward": row.gold_score,
             "source_video": episodes[row.episode_index].video_file,
             "from_timestamp": episodes[row.episode_index].from_timestamp,
             "to_timestamp": episodes[row.episode_index].to_timestamp,

@@ -4,15 +4,15 @@
    deployment's client and its credentials), so an unknown model, a bad option or a missing key stops the command
    before any work.
 2. The episodes are imported, unlabelled, into a working copy (``<work>/copy``; prefix mode: ``K`` prefix clips
-   per episode). The benchmark layout needs a reward per row, so every row carries a placeholder; nothing a model
-   receives carries it (the prompt holds only the task, media have content-addressed names), and no gold-based
-   statistic is computed: only each row's answer and parsed score are read.
+   per episode). The benchmark layout needs a gold score (the ``reward`` field) per row, so every row carries a
+   placeholder; nothing a model receives carries it (the prompt holds only the task, media have content-addressed
+   names), and no statistic against gold scores is computed: only each row's answer and parsed score are read.
 3. Every row is scored by the model, ``-n`` at a time (:mod:`~helm_roboreward.robot_data.scoring`): the request a
    ``roboreward:data=<copy>,...`` run entry sends for that row, through HELM's client factory, request cache
    (``<local-path>/cache``) and retries. It runs with the working folder as the current directory and its media
-   under ``benchmark_output/scenarios/roboreward`` there, exactly where ``helm-run -o benchmark_output`` put them
-   when earlier versions ran it in that folder: the media locations a request carries, and so the cache keys of
-   clients that key by location, are the same, and a rerun reuses what either wrote.
+   under ``benchmark_output/scenarios/roboreward`` there, exactly where ``helm-run -o benchmark_output`` run in that
+   folder puts them: the media locations a request carries, and so the cache keys of clients that key by location,
+   are the same, and a rerun reuses what either wrote.
 4. The outputs (:mod:`~helm_roboreward.robot_data.label_outputs`) are written to ``<out>``.
 
 The source dataset is never written to: ``--out`` (and the working folder) must lie outside it. ``--out`` holds
@@ -75,7 +75,7 @@ class LabelRequest:
     """The working folder (the copy, the media); default ``<out>/work``."""
 
     entry_options: str = ""
-    """Options that depart from the protocol by name, e.g. ``video=frames,max_frames=16`` (commas separate them)."""
+    """Run-entry options that change the official defaults, e.g. ``video=frames,max_frames=16`` (comma-separated)."""
 
     progress: bool = True
 
@@ -217,7 +217,7 @@ def label_episodes(request: LabelRequest, ensure_files: Callable[[list[str]], No
     """Score every selected episode with ``request.model`` through the reward API and write the outputs.
 
     Raises:
-        LeRobotFormatError, LabelError, LabellingError: Bad data, options or model (before anything is sent), or
+        LeRobotFormatError, ImportRequestError, LabellingError: Bad data, options or model (before anything is sent), or
             every request failed (nothing written to ``out``).
     """
     out = os.path.abspath(request.out)

@@ -1,4 +1,4 @@
-"""Which episodes to import, and their reward labels: a labels file (JSON Lines or CSV) or ``next.success``.
+"""Which episodes to import, and their gold scores (labels): a labels file (JSON Lines or CSV) or ``next.success``.
 
 - ``--episodes 0:200,305``: comma-separated items, each an episode index or a half-open range ``a:b``
   (``a`` .. ``b - 1``, as Python slices). A single index must exist; a range selects the episodes it covers and
@@ -18,26 +18,29 @@ from dataclasses import dataclass
 
 from helm_roboreward.protocol.rows import DataError
 from helm_roboreward.protocol.rules import MAX_SCORE, MIN_SCORE
-from helm_roboreward.protocol.validation import integer_value, jsonl_lines, reward_value, task_problem
+from helm_roboreward.protocol.validation import gold_score_value, integer_value, jsonl_lines, task_problem
 from helm_roboreward.robot_data.lerobot_format import SUCCESS_FEATURE, Episode
 
-SUCCESS_REWARD = MAX_SCORE
-FAILURE_REWARD = MIN_SCORE
+SUCCESS_GOLD_SCORE = MAX_SCORE
+FAILURE_GOLD_SCORE = MIN_SCORE
 LABEL_SOURCES = (SUCCESS_FEATURE,)
 """What ``--labels-from`` accepts."""
 MAX_LISTED = 20
 
 
-class LabelError(DataError):
-    """A labels file or an episode selection that cannot be used; the message names the file, line and field."""
+class ImportRequestError(DataError):
+    """An import request that cannot be used: its labels file, episode selection, ``--subset``, ``--crf`` or ``--out``.
+
+    The message names the option, or the file, line and field.
+    """
 
 
 @dataclass(frozen=True)
 class Label:
-    """One episode's label."""
+    """One episode's label: its gold score and optionally its task."""
 
     episode_index: int
-    reward: int
+    gold_score: int
     task: str | None = None
     """Task text replacing the dataset's (None: keep the dataset's)."""
 
@@ -49,7 +52,7 @@ def parse_episode_selection(text: str) -> list[tuple[int, int | None]]:
     """``"0:200,305"`` as items ``(start, stop)`` (``stop`` None: the single index ``start``).
 
     Raises:
-        LabelError: An item is not an index or ``a:b`` with ``0 <= a < b``.
+        ImportRequestError: An item is not an index or ``a:b`` with ``0 <= a < b``.
     """
     items: list[tuple[int, int | None]] = []
     for raw in text.split(","):
@@ -67,8 +70,8 @@ def parse_episode_selection(text: str) -> list[tuple[int, int | None]]:
                     raise ValueError
                 items.append((index, None))
         except ValueError:
-            raise LabelError(f"--episodes {text!r}: {item!r} is not an episode index or a range a:b with 0 <= a < b "
-                             "(e.g. --episodes 0:200,305)") from None
+            raise ImportRequestError(f"--episodes {text!r}: {item!r} is not an episode index or a range a:b with 0 "
+                                     "<= a < b (e.g. --episodes 0:200,305)") from None
     return items
 
 
@@ -76,7 +79,7 @@ def select_episodes(episodes: Sequence[Episode], selection: str | None, source: 
     """The episodes an ``--episodes`` value names (all when None), in dataset order.
 
     Raises:
-        LabelError: A named index is not in the dataset, or a range covers none of its episodes.
+        ImportRequestError: A named index is not in the dataset, or a range covers none of its episodes.
     """
     if selection is None:
         return list(episodes)
@@ -85,14 +88,14 @@ def select_episodes(episodes: Sequence[Episode], selection: str | None, source: 
     for start, stop in parse_episode_selection(selection):
         if stop is None:
             if start not in by_index:
-                raise LabelError(f"--episodes: episode {start} is not in {source} (its episodes: "
-                                 f"{format_selection(sorted(by_index))})")
+                raise ImportRequestError(f"--episodes: episode {start} is not in {source} (its episodes: "
+                                         f"{format_selection(sorted(by_index))})")
             chosen.add(start)
             continue
         covered = [index for index in by_index if start <= index < stop]
         if not covered:
-            raise LabelError(f"--episodes: the range {start}:{stop} covers no episode of {source} (its episodes: "
-                             f"{format_selection(sorted(by_index))})")
+            raise ImportRequestError(f"--episodes: the range {start}:{stop} covers no episode of {source} (its "
+                                     f"episodes: {format_selection(sorted(by_index))})")
         chosen.update(covered)
     return [episode for episode in episodes if episode.index in chosen]
 
@@ -115,22 +118,22 @@ def read_labels(path: str) -> dict[int, Label]:
     """Read and validate a labels file (CSV when it ends in ``.csv``, else JSON Lines).
 
     Raises:
-        LabelError: The file is missing or unreadable, or records are invalid or duplicated (all are listed).
+        ImportRequestError: The file is missing or unreadable, or records are invalid or duplicated (all are listed).
     """
     try:
         with open(path, encoding="utf-8-sig") as handle:
             text = handle.read()
     except FileNotFoundError:
-        raise LabelError(f"--labels {path}: file not found") from None
+        raise ImportRequestError(f"--labels {path}: file not found") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise LabelError(f"--labels {path}: cannot be read as UTF-8 text ({error})") from None
+        raise ImportRequestError(f"--labels {path}: cannot be read as UTF-8 text ({error})") from None
     records = _csv_records(text, path) if path.lower().endswith(".csv") else _jsonl_records(text, path)
     labels: dict[int, Label] = {}
     problems: list[str] = []
     for line, record in records:
         try:
             label = _label(record, line)
-        except LabelError as problem:
+        except ImportRequestError as problem:
             problems.append(str(problem))
             continue
         if label.episode_index in labels:
@@ -141,9 +144,10 @@ def read_labels(path: str) -> dict[int, Label]:
     if problems:
         shown = problems[:MAX_LISTED] + ([f"... and {len(problems) - MAX_LISTED} more"]
                                          if len(problems) > MAX_LISTED else [])
-        raise LabelError(f"--labels {path}: {len(problems)} invalid label(s):\n" + "\n".join(f"  {p}" for p in shown))
+        raise ImportRequestError(f"--labels {path}: {len(problems)} invalid label(s):\n"
+                                 + "\n".join(f"  {p}" for p in shown))
     if not labels:
-        raise LabelError(f"--labels {path}: no labels in the file")
+        raise ImportRequestError(f"--labels {path}: no labels in the file")
     return labels
 
 
@@ -155,8 +159,8 @@ def _jsonl_records(text: str, path: str) -> list[tuple[int, object]]:
         try:
             records.append((number, json.loads(line)))
         except json.JSONDecodeError as error:
-            raise LabelError(f"--labels {path}, line {number}: not valid JSON ({error.msg}); a labels file holds one "
-                             "JSON object per line, or is a .csv with a header row") from None
+            raise ImportRequestError(f"--labels {path}, line {number}: not valid JSON ({error.msg}); a labels file "
+                                     "holds one JSON object per line, or is a .csv with a header row") from None
     return records
 
 
@@ -165,34 +169,35 @@ def _csv_records(text: str, path: str) -> list[tuple[int, object]]:
     fields = reader.fieldnames or []
     for required in ("episode_index", "reward"):
         if required not in fields:
-            raise LabelError(f"--labels {path}: the header row has no column {required!r} (columns: "
-                             f"{', '.join(fields) or 'none'}); write episode_index,reward[,task]")
+            raise ImportRequestError(f"--labels {path}: the header row has no column {required!r} (columns: "
+                                     f"{', '.join(fields) or 'none'}); write episode_index,reward[,task]")
     return [(reader.line_num, dict(row)) for row in reader]
 
 
 def _label(record: object, line: int) -> Label:
     if not isinstance(record, dict):
-        raise LabelError(f"line {line}: expected an object with episode_index and reward, got {type(record).__name__}")
+        raise ImportRequestError(f"line {line}: expected an object with episode_index and reward, got "
+                                 f"{type(record).__name__}")
     for field in ("episode_index", "reward"):
         if record.get(field) in (None, ""):
-            raise LabelError(f"line {line}, field {field!r}: missing")
+            raise ImportRequestError(f"line {line}, field {field!r}: missing")
     try:
         episode = integer_value(record["episode_index"], text=True)
         if episode < 0:
             raise ValueError(f"expected an episode index >= 0, got {episode}")
     except ValueError as problem:
-        raise LabelError(f"line {line}, field 'episode_index': {problem}") from None
+        raise ImportRequestError(f"line {line}, field 'episode_index': {problem}") from None
     try:
-        reward = reward_value(record["reward"], text=True)
+        gold_score = gold_score_value(record["reward"], text=True)
     except ValueError as problem:
-        raise LabelError(f"line {line}, field 'reward': {problem} (the rubric's scale)") from None
+        raise ImportRequestError(f"line {line}, field 'reward': {problem} (the rubric's scale)") from None
     task = record.get("task")
     if task in (None, ""):
-        return Label(episode, reward, None, line)
+        return Label(episode, gold_score, None, line)
     task_issue = task_problem(task)
     if task_issue:
-        raise LabelError(f"line {line}, field 'task': {task_issue}")
-    return Label(episode, reward, str(task), line)
+        raise ImportRequestError(f"line {line}, field 'task': {task_issue}")
+    return Label(episode, gold_score, str(task), line)
 
 
 def check_label_episodes(labels: dict[int, Label], dataset: Sequence[Episode], selected: Sequence[Episode],
@@ -200,20 +205,21 @@ def check_label_episodes(labels: dict[int, Label], dataset: Sequence[Episode], s
     """Every label names an episode of the dataset, and every selected episode has a label.
 
     Raises:
-        LabelError: Labels for unknown episodes, or selected episodes without a label.
+        ImportRequestError: Labels for unknown episodes, or selected episodes without a label.
     """
     known = {episode.index for episode in dataset}
     unknown = sorted(set(labels) - known)
     if unknown:
         lines = ", ".join(f"{index} (line {labels[index].line})" for index in unknown[:MAX_LISTED])
-        raise LabelError(f"--labels {path}: label(s) for episode(s) not in {source}: {lines}. Its episodes: "
-                         f"{format_selection(sorted(known))}")
+        raise ImportRequestError(f"--labels {path}: label(s) for episode(s) not in {source}: {lines}. Its episodes: "
+                                 f"{format_selection(sorted(known))}")
     unlabelled = [episode.index for episode in selected if episode.index not in labels]
     if unlabelled:
-        raise LabelError(f"--labels {path}: no label for selected episode(s) {format_selection(unlabelled)}; label "
-                         "them, or select only labelled episodes with --episodes (without it: the labelled ones)")
+        raise ImportRequestError(f"--labels {path}: no label for selected episode(s) {format_selection(unlabelled)}; "
+                                 "label them, or select only labelled episodes with --episodes (without it: the "
+                                 "labelled ones)")
 
 
 def success_labels(flags: dict[int, bool]) -> dict[int, Label]:
     """``next.success`` of each episode's last frame as a label: 5 when true, else 1."""
-    return {index: Label(index, SUCCESS_REWARD if flag else FAILURE_REWARD) for index, flag in flags.items()}
+    return {index: Label(index, SUCCESS_GOLD_SCORE if flag else FAILURE_GOLD_SCORE) for index, flag in flags.items()}

@@ -39,7 +39,7 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
 def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register the three subcommands."""
     imports = commands.add_parser(
-        "import-lerobot", help="import a LeRobot dataset (v2.1 / v3.0) as a labelled benchmark copy",
+        "import-lerobot", help="import a LeRobot dataset (v2.1 / v3.0) as a labelled local copy",
         description="Write a LeRobot dataset's episodes as a local copy in the benchmark layout (DIR/test/...), one "
         "H.264 mp4 per episode, with labels from a file or next.success; run it with data=DIR.")
     _add_source_options(imports)
@@ -66,7 +66,7 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
                        help="helm-run's --local-path: credentials, model files, request cache (default prod_env)")
     label.add_argument("--work", help="working folder: the copy and the media (default OUT/work)")
     label.add_argument("--entry-options", default="",
-                       help="run-entry options departing from the protocol, e.g. video=frames,max_frames=16")
+                       help="run-entry options that change the official defaults, e.g. video=frames,max_frames=16")
     label.set_defaults(handler=_label, interrupted=INTERRUPTED["label"])
     export = commands.add_parser(
         "export-predictions", help="write a suite's predictions as a datasets dataset (parquet, disk or hub)",

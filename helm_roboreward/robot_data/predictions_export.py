@@ -2,9 +2,9 @@
 
 One row per instance of every RoboReward run of the suite (:mod:`~helm_roboreward.robot_data.helm_outputs`):
 columns :data:`FEATURES` — model, deployment, run name and settings, subset, row key (the row's ``file_name``),
-instance id, task, gold, raw answer, parsed score, whether the request failed and its error, the prompt version
-and the media locations. No media bytes unless asked (``include_media``: the bytes of every frame or video sent,
-read from under the output folder).
+instance id, task, gold (its gold score), raw answer, parsed score, whether the request failed and its error, the
+prompt version and the media locations. No media bytes unless asked (``include_media``: the bytes of every frame or
+video sent, read from under the output folder).
 """
 
 import json
@@ -125,7 +125,7 @@ def _run_records(run: RunInfo, output_path: str, include_media: bool,
         record: dict[str, Any] = {
             "model": prediction.model, "deployment": prediction.deployment, "run": prediction.run,
             "run_settings": settings, "subset": prediction.subset, "row_key": prediction.source_file,
-            "instance_id": prediction.instance_id, "task": prediction.task, "gold": prediction.gold,
+            "instance_id": prediction.instance_id, "task": prediction.task, "gold": prediction.gold_score,
             "raw_output": prediction.raw_output, "score": prediction.score,
             "request_failed": prediction.request_failed, "error": prediction.error,
             "prompt_version": PROMPT_VERSION, "content_type": prediction.content_type,

@@ -168,15 +168,15 @@ label from `sim_state.jsonl`.
 As in the paper, the Open X-Embodiment-like subsets hold three kinds of rows:
 
 - originals `<subset>_originalsplit_<split>_index_<n>[_<c>].mp4`: successful rollouts, reward 5. The
-  optional copy suffix `_<c>` marks another stored copy of the same bytes, as in the real split: it says
-  nothing about the label;
-- temporal clips `<episode>_attempt_<m>_score_<k>.mp4` (`<episode>` without a copy suffix, attempts from 1):
+  optional duplicate suffix `_<c>` marks another stored duplicate of the same bytes, as in the real split: it
+  says nothing about the gold score;
+- temporal clips `<episode>_attempt_<m>_score_<k>.mp4` (`<episode>` without a duplicate suffix, attempts from 1):
   the original cut at a point of the script, labelled from the state at the clip's last frame, `k` ==
-  reward, 1..4 (a cut whose state would be a 5 is not made). Some originals carry a copy suffix, so a clip's
+  reward, 1..4 (a cut whose state would be a 5 is not made). Some originals carry a duplicate suffix, so a clip's
   name need not equal its original's without the clip part. Cut points:
 {clips}
-- counterfactual relabels: byte-identical copies of the original under the episode's name with another copy
-  suffix (or none, beside a suffixed original; one under another index number, as the real split also has),
+- counterfactual relabels: byte-identical duplicates of the original under the episode's name with another
+  duplicate suffix (or none, beside a suffixed original; one under another index number, as the real split also has),
   with another task: another object (the untouched distractor), another goal (the second circle), or a
   relation that does not hold (stack the object on the distractor cube); reward 1..4 from the final state.
 
@@ -187,7 +187,7 @@ camera views sharing the task and the reward.
 
 ## Counts
 
-Rows by subset, kind and reward ({rows} rows; {videos} distinct videos, the relabels being copies;
+Rows by subset, kind and reward ({rows} rows; {videos} distinct videos, the relabels being duplicates;
 {megabytes:.1f} MB in all):
 
 {counts}

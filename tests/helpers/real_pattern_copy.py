@@ -4,14 +4,14 @@ The real names (docs/protocol.md, section 1, "File names"; source: the public ha
 ``dddais/Robo-dopamine``, folder ``roborewardbench/``):
 
 - RoboArena ``robo_arena/<uuid>_<letter A-G>_<left|right>.mp4``: two views per rollout (different bytes, same
-  task and label); the letters of one uuid are the rollouts (policies) of one session (same scene, task and
+  task and gold score); the letters of one uuid are the rollouts (policies) of one session (same scene, task and
   evaluator);
-- OXE ``<subset>/<subset>_originalsplit_<train|test>_index_<n>[_<c>].mp4``: the copy suffix ``_<c>`` marks another
-  stored copy of the same bytes (the original or a relabel may carry it); relabels are byte-identical copies with
-  another task and label 1..4; the same bytes may appear under another index number; many relabels have no
-  original of the same bytes in the split;
-- clips ``..._index_<n>_attempt_<m>_score_<k>.mp4`` (``m`` from 1, ``k`` = label 1..4), whose original may carry a
-  copy suffix.
+- OXE ``<subset>/<subset>_originalsplit_<train|test>_index_<n>[_<c>].mp4``: the duplicate suffix ``_<c>`` marks
+  another stored duplicate of the same bytes (the original or a relabel may carry it); relabels are byte-identical
+  duplicates with another task and gold score 1..4; the same bytes may appear under another index number; many
+  relabels have no original of the same bytes in the split;
+- clips ``..._index_<n>_attempt_<m>_score_<k>.mp4`` (``m`` from 1, ``k`` = gold score 1..4), whose original may
+  carry a duplicate suffix.
 
 :func:`make_real_pattern_copy` writes the copy and returns every row with its ground truth: the source (a
 rollout or an OXE episode), the true cluster (a session or an episode) and the video each row's bytes are. By
@@ -63,7 +63,7 @@ class OxeEpisode:
     index: int
     task: str
     original: str | None
-    """Copy suffix of the original success (``""``: none); None: the original is not in the split."""
+    """Duplicate suffix of the original success (``""``: none); None: the original is not in the split."""
     clips: tuple[int, ...] = ()
     """The label of each temporal clip (attempts numbered from 1)."""
     relabels: tuple[Relabel, ...] = ()
@@ -101,7 +101,7 @@ OXE_EPISODES: tuple[OxeEpisode, ...] = (
                relabels=(Relabel("_1", "pick up the bread", 2),)),
     OxeEpisode("jaco_play", "test", 91, "place the black bowl in the oven", "_1", clips=(4,)),
 )
-"""Three OXE subsets: originals with and without copy suffixes, clips of suffixed originals, relabels under
+"""Three OXE subsets: originals with and without duplicate suffixes, clips of suffixed originals, relabels under
 suffixes, one relabel under another index number and one relabel-only video (its original not in the split)."""
 
 
@@ -223,12 +223,12 @@ def published_shape_rows() -> list[CopyRow]:
     rollout with a single view for each; the others have both. Everything else (tasks, which subset holds which
     label) is made up.
     """
-    from helm_roboreward.protocol.published import PUBLISHED_KIND_ROWS, PUBLISHED_LABELS_BY_KIND
+    from helm_roboreward.protocol.published import PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND, PUBLISHED_KIND_ROWS
     from helm_roboreward.protocol.rules import OFFICIAL_SUBSETS
 
-    rows = _published_arena(PUBLISHED_LABELS_BY_KIND["natural"])
-    clip_labels = _label_pool(PUBLISHED_LABELS_BY_KIND["clip"])
-    relabel_labels = _label_pool(PUBLISHED_LABELS_BY_KIND["counterfactual"])
+    rows = _published_arena(PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND["natural"])
+    clip_labels = _label_pool(PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND["clip"])
+    relabel_labels = _label_pool(PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND["counterfactual"])
     ladders = [4] + [3] * 9 + [2] * 28 + [1] * 104
     merges = 478 - 389  # orphan relabels beyond one video each: 389 relabel-only videos hold 478 relabels
     for subset in (s.id for s in OFFICIAL_SUBSETS if not s.natural):

@@ -71,7 +71,7 @@ def video_sha256(file_name: str) -> str:
 
 
 def distinct_videos(subset: str | None = None) -> dict[str, str]:
-    """SHA-256 -> the first row's file name with those bytes (relabels are byte-identical copies)."""
+    """SHA-256 -> the first row's file name with those bytes (relabels are byte-identical duplicates)."""
     out: dict[str, str] = {}
     for row in sample_rows():
         if subset is None or subset_of(row["file_name"]) == subset:

@@ -101,15 +101,15 @@ LEAK_MODELS = [
 
 
 def leak_run_name(model: LeakModel, data: Path) -> str:
-    from helm_roboreward.helm_frontend.routing import data_label  # HELM: only when a test reads the leak runs
+    from helm_roboreward.helm_frontend.routing import run_name_data  # HELM: only when a test reads the leak runs
 
-    return f"roboreward:subset=all,data={data_label(str(data))},video={model.mode},model={model.run_model}"
+    return f"roboreward:subset=all,data={run_name_data(str(data))},video={model.mode},model={model.run_model}"
 
 
 def tagged_sample(root: Path) -> Path:
     """The sample with every video's container tags holding its file name and stem (``..._score_<k>``).
 
-    Real files could carry such tags; the native-video copies must not pass them on (and the frames carry none).
+    Real files could carry such tags; the native mp4s must not pass them on (and the frames carry none).
     """
     for row in sample_rows():
         name = str(row["file_name"])

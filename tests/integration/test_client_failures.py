@@ -304,15 +304,15 @@ class Broken:
 
 
 def two_server_local_path(folder: Path, base: FakeModelServer, elsewhere: FakeModelServer) -> Path:
-    """prod_env's YAML, RoboReward 8B's vLLM deployment with a short timeout and one retry, and its twin elsewhere."""
+    """prod_env's YAML, RoboReward 8B's vLLM deployment with a short timeout and one retry, and its like elsewhere."""
     private_local_path(folder, base)
     config = yaml.safe_load((PROD_ENV / "model_deployments.yaml").read_text(encoding="utf-8"))
     (deployment,) = [d for d in config["model_deployments"] if d["name"] == BASE]
     deployment["client_spec"]["args"].update(timeout_seconds=SHORT_TIMEOUT, max_retries=1)
-    twin = copy.deepcopy(deployment)
-    twin["name"] = ELSEWHERE
-    twin["client_spec"]["args"]["base_url"] = elsewhere.base_url
-    config["model_deployments"].append(twin)
+    elsewhere_deployment = copy.deepcopy(deployment)
+    elsewhere_deployment["name"] = ELSEWHERE
+    elsewhere_deployment["client_spec"]["args"]["base_url"] = elsewhere.base_url
+    config["model_deployments"].append(elsewhere_deployment)
     (folder / "model_deployments.yaml").unlink()
     (folder / "model_deployments.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return folder

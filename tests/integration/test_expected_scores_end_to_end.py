@@ -3,13 +3,14 @@
 The deployment is a ``--local-path`` one pointing TransformersQwen3VLClient at the session's digit-answering tiny
 Qwen3-VL (tests/helpers/tiny_qwen3vl.py, ``build_digit_answering``: it draws one digit 1..5 and stops; its raw
 logits, which the client records, are the random model's own). ``score=expected`` must route every request to the
-deployment's ``-logprobs`` twin (the same model with ``top_logprobs`` 20), the metric must read a distribution on
-every row, and ``roboreward report`` must show the calibration section, its plot and CSV. Nothing is mocked.
+deployment's ``-logprobs`` option deployment (the same model with ``top_logprobs`` 20), the metric must read a
+distribution on every row, and ``roboreward report`` must show the calibration section, its plot and CSV. Nothing
+is mocked.
 
 The vLLM path the same way against the loopback OpenAI-compatible fake (tests/helpers/fakes/openai_chat.py),
-which answers with vLLM-shaped ``logprobs.content``: the ``vllm/roboreward-8b-logprobs`` twin must send
-``logprobs: true`` and ``top_logprobs: 20``, and each row's expected score must be the renormalised mean of the
-alternatives the fake returned.
+which answers with vLLM-shaped ``logprobs.content``: the ``vllm/roboreward-8b-logprobs`` option deployment must
+send ``logprobs: true`` and ``top_logprobs: 20``, and each row's expected score must be the renormalised mean of
+the alternatives the fake returned.
 """
 
 import csv
@@ -63,7 +64,7 @@ def run_dir(workdir: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_score_expected_runs_the_logprobs_twin_and_names_the_option(run_dir: Path) -> None:
+def test_score_expected_runs_the_logprobs_option_deployment_and_names_the_option(run_dir: Path) -> None:
     assert "score=expected" in run_dir.name
     spec = read_json(run_dir / "run_spec.json")
     assert spec["adapter_spec"]["model_deployment"] == f"{DEPLOYMENT}-logprobs"
@@ -150,7 +151,7 @@ def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Recor
     return run, recorded
 
 
-def test_the_vllm_twin_asks_for_top_logprobs(vllm_run: tuple[Path, list[Recorded]]) -> None:
+def test_the_vllm_option_deployment_asks_for_top_logprobs(vllm_run: tuple[Path, list[Recorded]]) -> None:
     run, recorded = vllm_run
     assert read_json(run / "run_spec.json")["adapter_spec"]["model_deployment"] == "vllm/roboreward-8b-logprobs"
     chats = [r for r in recorded if r.api == CHAT]

@@ -7,7 +7,7 @@ One ``helm-run`` subprocess (no ``--plugins``: the entry point loads the plugin)
 | family | deployment | HELM client (library) | API | media |
 |---|---|---|---|---|
 | RoboReward 8B | vllm/roboreward-8b (named) | OpenAIVideoClient (openai) | chat | mp4 |
-| RoboReward 4B, decoding=greedy | vllm/roboreward-4b-greedy (twin) | OpenAIVideoClient (openai) | chat | mp4 |
+| RoboReward 4B, decoding=greedy | vllm/roboreward-4b-greedy (option) | OpenAIVideoClient (openai) | chat | mp4 |
 | Llama 4 Scout | vllm/llama-4-scout-17b-16e-instruct | OpenAIVideoClient (openai) | chat | frames |
 | GPT-5 mini | openai/gpt-5-mini-2025-08-07 (HELM) | OpenAIResponseClient (openai) | responses | frames |
 | GPT-5.5 xhigh | openai/gpt-5.5-2026-04-23-xhigh-... (package) | OpenAIResponseClient (openai) | responses | frames |
@@ -15,12 +15,12 @@ One ``helm-run`` subprocess (no ``--plugins``: the entry point loads the plugin)
 | Gemini Robotics-ER 2 | google/gemini-robotics-er-2-preview (package) | GoogleGenAIClient | Gemini | mp4 |
 | Gemini 2.5 Flash | google/gemini-2.5-flash (HELM) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
 | Gemini 2.5 Flash-Lite | google/gemini-2.5-flash-lite (HELM, named) | GoogleGenAIClient (google-genai) | Gemini | mp4 |
-| Gemini 2.5 Pro, layout=one_message | google/gemini-2.5-pro-one-message (twin) | OneMessage... | Gemini | mp4 |
+| Gemini 2.5 Pro, layout=one_message | google/gemini-2.5-pro-one-message (option) | OneMessage... | Gemini | mp4 |
 
 Gemini runs on HELM's own client by default (the official layout: text and video as two user turns);
-``layout=one_message`` picks the twin that sends the prompt as one user message. The vLLM deployments of
+``layout=one_message`` picks the option deployment that sends the prompt as one user message. The vLLM deployments of
 the checkpoint-sampling families send no temperature (the server applies the checkpoint's generation config)
-unless ``decoding=greedy`` picks the greedy twin.
+unless ``decoding=greedy`` picks the greedy option deployment.
 
 The fake answers a score computed from what it received (prompt and video hash, or prompt and
 number of images) plus a decoy "ANSWER: 1" in the separate reasoning, so the tests can check
@@ -101,7 +101,7 @@ class Family:
     mode: str
     max_tokens: int
     options: str = ""
-    """Run-entry departures (``layout=one_message``, ``decoding=greedy``): in the entry and in the run name."""
+    """Run-entry options (``layout=one_message``, ``decoding=greedy``): in the entry and in the run name."""
     temperature: float | None = 0.0
     """The temperature the API request carries; None: not sent (the checkpoint's generation config applies)."""
 
@@ -396,7 +396,7 @@ def test_gemini_video_is_inline_mp4_after_the_text(families: FamiliesRun, key: s
         assert all(content["role"] == "user" for content in contents)
         if key in HELM_GEMINI_LAYOUT:  # HELM's client: one user turn per media object
             assert [len(content["parts"]) for content in contents] == [1, 1]
-        else:  # layout=one_message (a departure): one user message, text then video
+        else:  # layout=one_message (an option): one user message, text then video
             assert [len(content["parts"]) for content in contents] == [2]
         text_part, video_part = [part for content in contents for part in content["parts"]]
         assert set(text_part) == {"text"}
@@ -687,7 +687,7 @@ ROUTING_TABLE: dict[tuple[str, str | None], tuple[str, str, str, int]] = {
     # HELM's own Qwen2.5-VL client (local transformers) cannot send video: frames.
     ("qwen/qwen2.5-vl-7b-instruct", "huggingface/qwen2.5-vl-7b-instruct"):
         ("frames", "huggingface/qwen2.5-vl-7b-instruct", HF_QWEN_CLIENT, 5000),
-    # Gemini: HELM's own client (the official layout, two user turns); the twin only when named.
+    # Gemini: HELM's own client (the official layout, two user turns); the option deployment only when named.
     ("google/gemini-2.5-flash", None): ("native", "google/gemini-2.5-flash", GENAI, 65000),
     ("google/gemini-2.5-flash-lite", None): ("native", "google/gemini-2.5-flash-lite", GENAI, 65000),
     ("google/gemini-2.5-pro", None): ("native", "google/gemini-2.5-pro", GENAI, 65000),
@@ -737,7 +737,7 @@ NAME_CASES = {
     # Native video: frame options do nothing, so they leave the name.
     f"roboreward:subset={SUBSET},data=sample,fps=2,last_frame=1,model=google/gemini-2.5-pro":
         f"roboreward:subset={SUBSET},data=sample,video=native,model=google_gemini-2.5-pro",
-    # Departures served by twins are named; where a model has nothing to depart from, nothing is named.
+    # Options served by option deployments are named; where a model's client has no such deployment, nothing is.
     f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=google/gemini-2.5-pro":
         f"roboreward:subset={SUBSET},data=sample,video=native,layout=one_message,model=google_gemini-2.5-pro",
     f"roboreward:subset={SUBSET},data=sample,model=google/gemini-2.5-pro,"
@@ -755,7 +755,7 @@ NAME_CASES = {
     f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=baseline/constant-3":
         f"roboreward:subset={SUBSET},data=sample,video=frames,model=baseline_constant-3",
     # score=expected changes the metric as well as the deployment: it is named on every client (a client without
-    # log-probabilities gets the parsed score, said per run); the -logprobs twin itself is never named.
+    # log-probabilities gets the parsed score, said per run); the -logprobs option deployment itself is never named.
     f"roboreward:subset={SUBSET},data=sample,score=expected,model=teetone/roboreward-8b":
         f"roboreward:subset={SUBSET},data=sample,video=native,score=expected,model=teetone_roboreward-8b",
     f"roboreward:subset={SUBSET},data=sample,score=expected,decoding=greedy,model=teetone/roboreward-8b":
@@ -764,7 +764,7 @@ NAME_CASES = {
     f"roboreward:subset={SUBSET},data=sample,score=expected,model=baseline/constant-3":
         f"roboreward:subset={SUBSET},data=sample,video=frames,score=expected,model=baseline_constant-3",
 }
-VARIANT_DEPLOYMENTS = {
+OPTION_DEPLOYMENTS = {
     f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=google/gemini-2.5-pro":
         "google/gemini-2.5-pro-one-message",
     f"roboreward:subset={SUBSET},data=sample,decoding=greedy,model=teetone/roboreward-8b":
@@ -773,7 +773,7 @@ VARIANT_DEPLOYMENTS = {
     "model_deployment=vllm/roboreward-8b": "vllm/roboreward-8b-greedy",
     f"roboreward:subset={SUBSET},data=sample,layout=one_message,model=openai/gpt-5-mini-2025-08-07":
         "openai/gpt-5-mini-2025-08-07",
-    # twins chain in one order (x -> x-greedy -> x-greedy-logprobs), whichever order the options are written in
+    # option deployments chain in one order (x -> x-greedy -> x-greedy-logprobs), whatever the options' order
     f"roboreward:subset={SUBSET},data=sample,score=expected,model=teetone/roboreward-8b":
         "transformers/roboreward-8b-logprobs",
     f"roboreward:subset={SUBSET},data=sample,score=expected,decoding=greedy,model=teetone/roboreward-8b":
@@ -786,8 +786,8 @@ VARIANT_DEPLOYMENTS = {
 }
 
 
-def test_departures_pick_their_twin_deployment(routing: dict[str, dict[str, Any]]) -> None:
-    for entry, deployment in VARIANT_DEPLOYMENTS.items():
+def test_options_pick_their_option_deployment(routing: dict[str, dict[str, Any]]) -> None:
+    for entry, deployment in OPTION_DEPLOYMENTS.items():
         assert routing[entry]["deployment"] == deployment, entry
 
 
@@ -807,7 +807,7 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     with FakeModelServer() as fake:  # only for the credentials file; nothing is sent
         local = private_local_path(workdir / "local", fake)
         entries = ([_routing_entry(model, deployment) for model, deployment in ROUTING_TABLE] + list(NAME_CASES)
-                   + [entry for entry in VARIANT_DEPLOYMENTS if entry not in NAME_CASES])
+                   + [entry for entry in OPTION_DEPLOYMENTS if entry not in NAME_CASES])
         process = subprocess.run([sys.executable, "-c", _ROUTING_PROBE, str(local)], input=json.dumps(entries),
                                  cwd=workdir, env=helm_environment(fake), capture_output=True, text=True,
                                  timeout=TIMEOUT)
@@ -821,7 +821,7 @@ def routing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
 def test_the_plugin_leaves_helm_defaults_alone_for_other_benchmarks(routing: dict[str, dict[str, Any]]) -> None:
     """Qwen2.5-VL and Llama 4 have HELM deployments: roboreward runs use the package's vLLM ones (table
     above), but installing the plugin (and ``--local-path prod_env``) must not change which deployment every
-    other benchmark gets for these models; no twin (a named departure) is ever a model's default."""
+    other benchmark gets for these models; no option deployment (a named option) is ever a model's default."""
     defaults = routing["_defaults"]
     assert defaults["after"] == defaults["before"]
     assert not any(str(name).startswith("vllm/") or str(name).endswith(("-one-message", "-greedy", "-logprobs"))

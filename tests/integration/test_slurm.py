@@ -121,7 +121,7 @@ class Runs:
 
 
 def media_state(output: Path) -> dict[str, tuple[int, int]]:
-    """Every media file (frames, manifests, native copies) and its (size, mtime_ns)."""
+    """Every media file (frames, manifests, native mp4s) and its (size, mtime_ns)."""
     root = output / "scenarios" / "roboreward"
     states = {}
     for path in root.rglob("*"):
@@ -239,11 +239,11 @@ def test_slurm_part_stays_fast(runs: Runs) -> None:
 
 # --- What a Slurm worker knows ------------------------------------------------------------------------------------
 # A worker job runs `python -m helm.benchmark.slurm_runner`, which registers HELM's configuration and the
-# --local-path YAML but never loads plugins (helm-run's load_entry_point_plugins). Before the scenario module
-# registered the plugin on import, whatever the plugin registers in code was missing in the job: the twin
-# deployments (`<deployment>-greedy`, `google/<model>-one-message`) (measured on the local cluster: a
-# `decoding=greedy` run failed with ModelDeploymentNotFoundError, a `layout=one_message` Gemini run went through
-# HELM's generic Google deployment generator). These tests run the worker's own setup without Slurm.
+# --local-path YAML but never loads plugins (helm-run's load_entry_point_plugins). What the plugin registers in
+# code, the option deployments (`<deployment>-greedy`, `google/<model>-one-message`), reaches the job only because
+# the scenario module registers it on import; without that (measured on the local cluster) a `decoding=greedy` run
+# fails with ModelDeploymentNotFoundError and a `layout=one_message` Gemini run goes through HELM's generic Google
+# deployment generator. These tests run the worker's own setup without Slurm.
 
 WORKER_PROBE = r"""
 import json, sys
@@ -278,7 +278,7 @@ def worker_view(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]
     return dict(json.loads(probe.stdout.strip().splitlines()[-1]))
 
 
-def test_worker_knows_the_twin_deployments(worker_view: dict[str, list[Any]]) -> None:
+def test_worker_knows_the_option_deployments(worker_view: dict[str, list[Any]]) -> None:
     assert worker_view["google/gemini-2.5-pro-one-message"][0] == (
         "helm_roboreward.helm_frontend.clients.gemini_client.OneMessageGoogleGenAIClient")
     assert worker_view["vllm/qwen3-vl-8b-instruct-greedy"][0].endswith("OpenAIVideoClient")

@@ -36,7 +36,7 @@ SUBSET = "sim_kuka"
 def _helm_builtins() -> None:
     if "openai/gpt-5-mini-2025-08-07" not in MODEL_NAME_TO_MODEL_METADATA:
         register_builtin_configs_from_helm_package()
-    register_package_models()  # as helm-run: the plugin after the built-ins (twins of HELM's own deployments)
+    register_package_models()  # as helm-run: the plugin after the built-ins (option deployments of HELM's own)
 
 
 def load(path: Path) -> Any:
@@ -132,7 +132,7 @@ def test_a_qwen3_vl_fine_tune_gets_the_familys_decoding_and_frame_rule(tmp_path:
         assert any("inferred from" in line and "--family none" in line for line in lines), lines
 
 
-def test_a_fine_tune_added_with_its_family_gets_the_greedy_twin_in_a_run_entry(tmp_path: Path) -> None:
+def test_a_fine_tune_added_with_its_family_gets_the_greedy_option_deployment_in_a_run_entry(tmp_path: Path) -> None:
     """The run entry as helm-run expands it (a fresh process: registries from the --local-path, then the plugin)."""
     local = tmp_path / "env"
     add_model(NewModel(model="acme/reward-ft-4b", client="vllm", api_id="acme/Reward-FT-4B", family="qwen3-vl"),

@@ -40,7 +40,7 @@ SUBSET = "sim_kuka"
 def _helm_builtins() -> None:
     if "openai/gpt-5-mini-2025-08-07" not in MODEL_NAME_TO_MODEL_METADATA:
         register_builtin_configs_from_helm_package()
-    register_package_models()  # as helm-run: the plugin after the built-ins (twins of HELM's own deployments)
+    register_package_models()  # as helm-run: the plugin after the built-ins (option deployments of HELM's own)
 
 
 def test_the_table_holds_both_retirements_with_successors_and_sources() -> None:

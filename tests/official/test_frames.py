@@ -89,7 +89,7 @@ def test_final_frame_not_forced_in_by_default() -> None:
 
 
 def test_default_options_are_official() -> None:
-    """The defaults are the official rule, and the run name names every departure from it."""
+    """The defaults are the official rule, and the run name names every option that changes it."""
     assert OFFICIAL.frames_per_second == 1.0
     assert OFFICIAL.include_last_frame is False
     assert OFFICIAL.max_frames == 0

@@ -29,7 +29,7 @@ OTHER_BENCHMARKS = (
     "gsm:model=openai/gpt-5-mini-2025-08-07",
 )
 """Four tag expansions (``model=vlm`` twice, ``model=text``, ``model=all``), named models (one whose deployments
-this package adds twins to, one it adds a vLLM deployment to) and a named deployment."""
+this package adds option deployments to, one it adds a vLLM deployment to) and a named deployment."""
 OUR_MODEL_ELSEWHERE = "mmmu:subject=Accounting,question_type=multiple-choice,model=teetone/roboreward-8b"
 
 
@@ -64,7 +64,7 @@ def test_helm_registries_are_as_helm_ships_them(snapshots: tuple[dict[str, Any],
 def test_our_models_run_elsewhere_by_name(snapshots: tuple[dict[str, Any], dict[str, Any]]) -> None:
     runs = snapshots[1]["runs"][OUR_MODEL_ELSEWHERE]
     assert len(runs) == 1 and runs[0]["name"].startswith("mmmu:")
-    # HELM's own rule picks the deployment (the last one registered): the vLLM one, never a twin.
+    # HELM's own rule picks the deployment (the last one registered): the vLLM one, never an option deployment.
     assert runs[0]["adapter_spec"]["model_deployment"] == "vllm/roboreward-8b"
 
 

@@ -1,8 +1,8 @@
-"""No label, file name, subset folder or label check reaches a model: the whole sample via helm-run, all scanned.
+"""No gold score, file name, subset folder or label check reaches a model: the whole sample via helm-run, all scanned.
 
 The run is the shared session suite's ``leaks`` suite (tests/helpers/suite.py): one ``helm-run`` subprocess
 evaluates the whole bundled sample (``subset=all``), as a local copy whose every video carries its file name and
-stem (``..._score_<k>``, the label) in its ``title`` and ``comment`` tags, with
+stem (``..._score_<k>``, the gold score) in its ``title`` and ``comment`` tags, with
 
 - a frames model: ``meta/llama-4-scout-17b-16e-instruct`` (deployment ``vllm/...``, JPEG frames),
 - a native-video model: ``teetone/roboreward-8b`` (deployment ``vllm/roboreward-8b``, the mp4),
@@ -16,7 +16,7 @@ both against the loopback fake OpenAI-compatible server, and the two offline bas
 - every media location and text part of every request in every run's ``scenario_state.json`` (what the
   baselines' client receives, and what any client could forward);
 
-for the gold-label patterns (``score_<k>``, ``_score_``), every original file name, base name and stem from
+for the gold-score patterns (``score_<k>``, ``_score_``), every original file name, base name and stem from
 the metadata, every subset folder name as a path component (and anywhere in media paths and request JSON),
 every ``gpt5_mini_check`` text and the field name itself: zero hits. Every text part must be exactly the
 rubric prompt of PROTOCOL section 3 (copied in tests/helpers/protocol.py, not imported) with one of the
@@ -73,7 +73,7 @@ class Forbidden:
     tokens: tuple[str, ...]
     """Literal strings: file names, base names, stems, label checks, the field name."""
     patterns: tuple["re.Pattern[str]", ...]
-    """Gold-label patterns and subset folders as path components."""
+    """Gold-score patterns and subset folders as path components."""
     subsets: tuple[str, ...]
 
     def hits(self, text: str, where: str, subsets_anywhere: bool = False) -> list[str]:
@@ -261,7 +261,7 @@ def test_the_scan_would_see_a_leak() -> None:
 
 
 def test_the_data_carries_labels_in_its_tags(leak_run: LeakRun) -> None:
-    """The scan of mp4 metadata above is not vacuous: every source video the models' copies came from leaks."""
+    """The scan of mp4 metadata above is not vacuous: every source video the models' native mp4s came from leaks."""
     forbidden = forbidden_strings()
     for row in sample_rows():
         values = mp4_metadata((leak_run.data / "test" / str(row["file_name"])).read_bytes())

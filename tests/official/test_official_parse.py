@@ -6,9 +6,9 @@ below transcribes its body statement by statement (written here from its publish
 imported from the package). The two must agree on every string of a fixed corpus of at least 300: hand-written
 edge cases plus strings generated from a seeded grammar of answer words, separators, numbers and noise.
 
-The one documented departure (docs/protocol.md, section 6): a number beyond 1e75 in magnitude is
+The one documented known difference (docs/protocol.md, section 6): a number beyond 1e75 in magnitude is
 unparseable for us (HELM squares every stat and would overflow), so the comparison applies that bound to
-the official result; :func:`test_the_magnitude_guard_is_the_only_departure` pins it.
+the official result; :func:`test_the_magnitude_guard_is_the_only_difference` pins it.
 """
 
 import itertools
@@ -115,10 +115,10 @@ def test_parser_agrees_with_the_official_function_on_every_string(capsys: pytest
     assert not disagreements, disagreements[:10]
 
 
-def test_the_magnitude_guard_is_the_only_departure() -> None:
-    departures = [text for text in CORPUS if parse_progress_score(text) != official_extract_answer(text)]
-    assert departures, "the corpus should exercise the guard"
-    for text in departures:
+def test_the_magnitude_guard_is_the_only_difference() -> None:
+    differences = [text for text in CORPUS if parse_progress_score(text) != official_extract_answer(text)]
+    assert differences, "the corpus should exercise the guard"
+    for text in differences:
         value = official_extract_answer(text)
         assert value is not None and abs(value) > MAX_PARSED_MAGNITUDE, text[:80]
         assert parse_progress_score(text) is None

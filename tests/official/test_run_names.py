@@ -3,7 +3,7 @@
 HELM writes a run into ``runs/<suite>/<run name>/``; two entries whose names collide overwrite each other. The
 names are built in ``helm_roboreward/helm_frontend/run_specs.py`` (subset, data label, revision, video, failed) and
 ``helm_frontend/routing.py`` (the final video mode, the frame options of ``FrameOptions.run_name_options``, the
-departures served by twin deployments).
+options served by option deployments).
 """
 
 import math
@@ -152,7 +152,7 @@ def test_integral_and_huge_fps_values() -> None:
 
 
 @pytest.mark.parametrize("options", ["", ",decoding=greedy", ",layout=one_message", ",score=expected"])
-def test_a_deployment_helm_generates_routes_and_has_no_twin(options: str) -> None:
+def test_a_deployment_helm_generates_routes_and_has_no_option_deployment(options: str) -> None:
     """HELM builds some deployments from their name's prefix (``openai/gpt-4o``) without registering them."""
     from helm.benchmark.model_deployment_registry import DEPLOYMENT_NAME_TO_MODEL_DEPLOYMENT
 

@@ -28,7 +28,7 @@ from helm.common.object_spec import create_object, parse_object_spec
 
 import helm_roboreward.helm_frontend.plugin  # noqa: F401  (what helm-run's entry point loading does)
 from helm_roboreward.helm_frontend import routing
-from helm_roboreward.helm_frontend.routing import data_label
+from helm_roboreward.helm_frontend.routing import run_name_data
 from helm_roboreward.helm_frontend.run_specs import get_roboreward_spec
 from helm_roboreward.helm_frontend.scenario import RoboRewardScenario
 from helm_roboreward.protocol.rules import NATIVE_VIDEO_TAG, OFFICIAL_SUBSET_IDS, SAMPLE_SUBSET_IDS
@@ -219,26 +219,26 @@ def test_hf_revision_in_the_name() -> None:
     assert spec.scenario_spec.args["revision"] == "v1.0"
 
 
-def test_local_data_path_becomes_a_slash_free_label(tmp_path) -> None:
+def test_local_data_path_becomes_a_slash_free_run_name_value(tmp_path) -> None:
     folder = tmp_path / "my copy" / "RoboReward"
     folder.mkdir(parents=True)
     spec = expand_one(f"roboreward:subset=bridge,data={folder},model={CONSTANT}")
-    label = data_label(str(folder))
-    assert "/" not in label and os.sep not in label and "," not in label and " " not in label
-    assert label.startswith("RoboReward-")
-    assert spec.name == f"roboreward:subset=bridge,data={label},video=frames,model=baseline_constant-3"
+    spelled = run_name_data(str(folder))
+    assert "/" not in spelled and os.sep not in spelled and "," not in spelled and " " not in spelled
+    assert spelled.startswith("RoboReward-")
+    assert spec.name == f"roboreward:subset=bridge,data={spelled},video=frames,model=baseline_constant-3"
     assert "/" not in spec.name
     assert spec.scenario_spec.args["data"] == str(folder)  # the scenario still gets the real path
 
 
-def test_data_label_is_stable_and_distinguishes_folders(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_name_data_is_stable_and_distinguishes_folders(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     a = tmp_path / "a" / "data"
     b = tmp_path / "b" / "data"
-    assert data_label(str(a)) != data_label(str(b))  # same folder name, different places
-    assert data_label(str(a)) == data_label(str(a) + "/")
+    assert run_name_data(str(a)) != run_name_data(str(b))  # same folder name, different places
+    assert run_name_data(str(a)) == run_name_data(str(a) + "/")
     monkeypatch.chdir(tmp_path)
-    assert data_label("a/data") == data_label(str(a))
-    assert data_label("hf") == "hf" and data_label("sample") == "sample"
+    assert run_name_data("a/data") == run_name_data(str(a))
+    assert run_name_data("hf") == "hf" and run_name_data("sample") == "sample"
 
 
 def test_local_data_accepts_any_subset_name(tmp_path) -> None:
@@ -335,8 +335,8 @@ def test_deployment_given_after_the_model_keeps_auto_routing() -> None:
 
 
 def test_deployment_given_before_the_model_keeps_auto_routing() -> None:
-    # Regression: the deployment expander used to resolve auto with an empty model name (-> frames) and
-    # overwrite 'auto', so the model expander could no longer choose native.
+    # The deployment expander must not resolve auto with an empty model name (-> frames) and overwrite 'auto':
+    # the model expander, which runs after it, chooses native.
     spec = expand_one(f"roboreward:subset=bridge,model_deployment={GEMINI_FLASH},model={GEMINI_FLASH}")
     assert spec.scenario_spec.args["video"] == "native"
     assert spec.name.count("video=") == 1 and "video=native" in spec.name
@@ -409,8 +409,8 @@ def test_native_with_a_deployment_override_that_cannot_send_video_fails() -> Non
 
 @pytest.mark.usefixtures("test_models")
 def test_auto_with_a_deployment_override_that_cannot_send_video_gives_frames() -> None:
-    # Regression: the model expander used to overwrite 'auto' with native (default Google deployment), and
-    # the deployment override to an OpenAI-compatible client then raised as if native had been asked for.
+    # The model expander must not overwrite 'auto' with native (the default Google deployment's choice): the
+    # deployment override to an OpenAI-compatible client would then raise as if native had been asked for.
     spec = expand_one(f"roboreward:subset=bridge,model={TEST_GEMINI},model_deployment={TEST_GEMINI_VIA_OPENAI}")
     assert spec.adapter_spec.model_deployment == TEST_GEMINI_VIA_OPENAI
     assert spec.scenario_spec.args["video"] == "frames"

@@ -37,7 +37,7 @@ def test_frames_instances_text_first_then_frames(tmp_path):
         assert instance.extra_data["dataset_revision"].startswith("sample-")
 
 
-def test_native_instances_point_to_content_addressed_copies(tmp_path):
+def test_native_instances_point_to_content_addressed_native_mp4s(tmp_path):
     output = str(tmp_path / "out")
     instances = RoboRewardScenario(subset="sim_kuka", data="sample", video="native").get_instances(output)
     for instance in instances:

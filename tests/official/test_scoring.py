@@ -146,7 +146,7 @@ def test_score_prediction_parsed(
     scored = score_prediction(completion, gold)
     assert isinstance(scored, ScoredPrediction)
     assert scored.predicted == parse_progress_score(completion)
-    assert scored.gold == gold
+    assert scored.gold_score == gold
     assert scored.abs_error == pytest.approx(abs_error)
     assert scored.squared_error == pytest.approx(squared_error)
     assert scored.exact_match == exact
@@ -159,7 +159,7 @@ def test_score_prediction_parsed(
 def test_score_prediction_unparseable(completion: str, gold: int) -> None:
     scored = score_prediction(completion, gold)
     assert scored.predicted is None
-    assert scored.gold == gold
+    assert scored.gold_score == gold
     # the maximum error regardless of the gold label (even for gold 3, where no parsed answer in 1..5 is 4 off)
     assert scored.abs_error == 4.0
     assert scored.squared_error == 16.0

@@ -11,8 +11,8 @@ import pytest
 
 from helm_roboreward import cli
 from helm_roboreward.protocol.published import (
+    PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND,
     PUBLISHED_KIND_ROWS,
-    PUBLISHED_LABELS_BY_KIND,
     PUBLISHED_LADDERS,
     PUBLISHED_RELABELS_WITHOUT_ORIGINAL,
 )
@@ -79,7 +79,7 @@ def test_a_partial_copy_is_compared_subset_by_subset(tmp_path: Path) -> None:
     differences = audit_of(tmp_path).differences
     assert any(line.startswith("missing subsets (19 of 23): ") for line in differences)
     assert "bridge: 15 rows here, 100 published (clip 5/36, counterfactual 7/44, original 3/20)" in differences
-    assert not any(line.startswith("clip rows with label") for line in differences)  # not every OXE subset is here
+    assert not any(line.startswith("clip rows with gold score") for line in differences)  # not every OXE subset is here
     only = audit_of(tmp_path, ["jaco_play"]).differences
     assert not any("missing subsets" in line for line in only)  # asked for one subset: the others are not missing
     assert any(line.startswith("jaco_play: 7 rows here, 100 published") for line in only)
@@ -112,15 +112,15 @@ def test_the_published_shape_matches_everything_but_the_file_hash(published: Rea
     assert (arena.rows, arena.episodes) == (1000, 501)  # 499 rollouts with two views, two with one
 
 
-def test_a_changed_label_is_named_by_kind(published: RealPatternCopy, tmp_path: Path) -> None:
+def test_a_changed_gold_score_is_named_by_kind(published: RealPatternCopy, tmp_path: Path) -> None:
     def change(records):
         first = next(r for r in records if r["file_name"].startswith("robo_arena/") and r["reward"] == 1)
         first["reward"] = 2
         return records
 
     differences = audit_of(changed_copy(published, tmp_path / "c", change)).differences
-    counts = PUBLISHED_LABELS_BY_KIND["natural"]
-    assert differences[1:] == ["natural rows with label 1/2/3/4/5: "
+    counts = PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND["natural"]
+    assert differences[1:] == ["natural rows with gold score 1/2/3/4/5: "
                                f"{counts[0] - 1}/{counts[1] + 1}/{counts[2]}/{counts[3]}/{counts[4]} here, "
                                + "/".join(map(str, counts)) + " published"]
 
@@ -133,7 +133,7 @@ def test_a_missing_subset_is_named(published: RealPatternCopy, tmp_path: Path) -
     assert differences[1:] == ["missing subsets (1 of 23): viola"]  # split totals need viola: not compared
 
 
-def test_a_clip_whose_name_score_is_not_its_label(published: RealPatternCopy, tmp_path: Path, capsys) -> None:
+def test_a_clip_whose_name_score_is_not_its_gold_score(published: RealPatternCopy, tmp_path: Path, capsys) -> None:
     wrong: dict[str, object] = {}
 
     def change(records):
@@ -150,9 +150,9 @@ def test_a_clip_whose_name_score_is_not_its_label(published: RealPatternCopy, tm
     line = next(number for number, text in enumerate((root / "test" / "metadata.jsonl").read_text().splitlines(),
                                                      start=1) if str(wrong["file_name"]) in text)
     assert f"line {line}, field 'reward': '{wrong['file_name']}' is a temporal clip named score 3, " in out
-    assert "but its reward is 4; a clip's name score is its label" in out
-    assert "clips whose name's score is not their label: 1 here, 0 published" in out
-    assert "clip rows with label 1/2/3/4/5:" in out
+    assert "but its reward is 4; a clip's name score is its gold score" in out
+    assert "clips whose name's score is not their gold score: 1 here, 0 published" in out
+    assert "clip rows with gold score 1/2/3/4/5:" in out
 
 
 # --------------------------------------------------------------------------- the sample and the command
@@ -165,7 +165,8 @@ def test_sample_audit_counts_what_the_sample_readme_documents(capsys) -> None:
     audit = audit_copy(str(SAMPLE.parent), None, "data=sample")
     documented, rows, videos = documented_counts()
     assert len(audit.rows) == rows == len(sample_rows())
-    found = {(c.subset, c.kind, label): n for c in audit.kinds for label, n in enumerate(c.labels, start=1) if n}
+    found = {(c.subset, c.kind, gold_score): n for c in audit.kinds
+             for gold_score, n in enumerate(c.gold_score_counts, start=1) if n}
     assert found == dict(documented)
     assert len({row.sha256 for row in audit.rows}) == videos
     assert {c.subset for c in audit.subsets} == set(sample_subsets())
@@ -193,7 +194,7 @@ def test_hf_audit_downloads_the_metadata_and_the_subsets_videos(hub_env: tuple[F
     assert f"data=hf (revision {COMMIT}), 7 rows in 1 subsets" in out
     assert "jaco_play: 7 rows here, 100 published" in out
     assert "not found" not in out  # every video of the subset was there to hash
-    downloaded = set(hub.downloaded_files())  # byte-identical copies share one blob: fetched once
+    downloaded = set(hub.downloaded_files())  # byte-identical duplicates share one blob: fetched once
     videos = {f"test/jaco_play/{name}" for name in os.listdir(content / "test" / "jaco_play")}
     assert "test/metadata.jsonl" in downloaded and downloaded - {"test/metadata.jsonl"} <= videos
 
@@ -204,9 +205,9 @@ def test_published_constants_add_up() -> None:
     assert all(sum(PUBLISHED_KIND_ROWS[subset.id]) == subset.num_rows for subset in oxe)
     totals = [sum(counts[i] for counts in PUBLISHED_KIND_ROWS.values()) for i in range(3)]
     assert totals == [791, 669, 371]
-    assert [sum(counts) for counts in PUBLISHED_LABELS_BY_KIND.values()] == [1000, 791, 669, 371]
-    by_label = [sum(counts[i] for counts in PUBLISHED_LABELS_BY_KIND.values()) for i in range(5)]
-    assert by_label == [689, 641, 556, 418, 527]
+    assert [sum(counts) for counts in PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND.values()] == [1000, 791, 669, 371]
+    by_gold_score = [sum(counts[i] for counts in PUBLISHED_GOLD_SCORE_COUNTS_BY_KIND.values()) for i in range(5)]
+    assert by_gold_score == [689, 641, 556, 418, 527]
     ladder_relabels = sum(n * videos for n, videos in PUBLISHED_LADDERS.items())
     assert ladder_relabels + PUBLISHED_RELABELS_WITHOUT_ORIGINAL == 669
 

@@ -4,8 +4,8 @@
   options, every file matches its recorded digest, and the entry is a real folder of the cache: a shortened
   manifest, a frame corrupted in place (same size) and a folder replaced by a link to another video's frames
   are rebuilt, and the report says why.
-- Native copies are new files (never links to the dataset), validated like frames mode, and free of
-  container/stream tags that could carry a file name or a label; clean files are copied byte for byte.
+- Native mp4s are new files (never links to the dataset), validated like frames mode, and free of
+  container/stream tags that could carry a file name or a gold score; clean files are copied byte for byte.
 - Workers stop when their parent dies (SIGKILL) and are stopped, with the queued videos cancelled, on
   SIGTERM.
 """
@@ -25,7 +25,12 @@ import pytest
 
 from helm_roboreward.protocol.frame_cache import MANIFEST_FILE, extract_frames, frames_directory, frames_key
 from helm_roboreward.protocol.media_preparation import FRAMES_FOLDER, failures_by_row, prepare_media, rebuilt_summary
-from helm_roboreward.protocol.native_videos import copy_location, remux_without_metadata, store_video, unsafe_metadata
+from helm_roboreward.protocol.native_videos import (
+    native_mp4_path,
+    remux_without_metadata,
+    store_video,
+    unsafe_metadata,
+)
 from helm_roboreward.protocol.rows import load_rollouts
 from helm_roboreward.protocol.rules import FrameOptions, select_frame_indices
 from helm_roboreward.protocol.safe_files import file_digest
@@ -39,7 +44,7 @@ LAST = FrameOptions(include_last_frame=True)
 
 
 def sample_video(index: int = 0) -> Path:
-    """The index-th distinct video of ``sim_panda`` (relabels are byte-identical copies: skipped)."""
+    """The index-th distinct video of ``sim_panda`` (relabels are byte-identical duplicates: skipped)."""
     return SAMPLE / list(distinct_videos("sim_panda").values())[index]
 
 
@@ -185,18 +190,18 @@ def test_prepare_reports_the_rebuilt_entries(tmp_path: Path) -> None:
     assert file_digest(str(frame)) == json.loads((entry / MANIFEST_FILE).read_text())["sha256"][0]
 
 
-# --------------------------------------------------------------------------------------------- native copies
+# --------------------------------------------------------------------------------------------- native mp4s
 
 
-def test_a_native_copy_never_shares_the_datasets_file(tmp_path: Path) -> None:
+def test_a_native_mp4_never_shares_the_datasets_file(tmp_path: Path) -> None:
     source = tmp_path / "data.mp4"
     shutil.copyfile(sample_video(), source)
     before = source.read_bytes()
-    copy = store_video(str(source), file_digest(str(source)), str(tmp_path / "media"))
-    target = Path(copy.path)
+    mp4 = store_video(str(source), file_digest(str(source)), str(tmp_path / "media"))
+    target = Path(mp4.path)
     assert os.stat(target).st_ino != os.stat(source).st_ino and os.stat(source).st_nlink == 1
     assert target.read_bytes() == before
-    with open(target, "r+b") as handle:  # what truncated the user's file when the copy was a hard link
+    with open(target, "r+b") as handle:  # what truncated the user's file through a hard link
         handle.truncate(100)
     assert source.read_bytes() == before
     again = store_video(str(source), file_digest(str(source)), str(tmp_path / "media"))
@@ -204,16 +209,16 @@ def test_a_native_copy_never_shares_the_datasets_file(tmp_path: Path) -> None:
     assert Path(again.path).read_bytes() == before
 
 
-def test_a_hard_linked_copy_of_an_older_version_is_replaced(tmp_path: Path) -> None:
+def test_a_hard_linked_native_mp4_of_an_older_version_is_replaced(tmp_path: Path) -> None:
     source = tmp_path / "data.mp4"
     shutil.copyfile(sample_video(), source)
     digest = file_digest(str(source))
-    target = Path(copy_location(str(tmp_path / "media"), digest))
+    target = Path(native_mp4_path(str(tmp_path / "media"), digest))
     target.parent.mkdir(parents=True)
     os.link(source, target)  # what version 1 left
-    copy = store_video(str(source), digest, str(tmp_path / "media"))
-    assert not copy.cached and "hard link" in str(copy.rebuilt_because)
-    assert os.stat(copy.path).st_ino != os.stat(source).st_ino and os.stat(source).st_nlink == 1
+    mp4 = store_video(str(source), digest, str(tmp_path / "media"))
+    assert not mp4.cached and "hard link" in str(mp4.rebuilt_because)
+    assert os.stat(mp4.path).st_ino != os.stat(source).st_ino and os.stat(source).st_nlink == 1
 
 
 def test_native_mode_rejects_what_frames_mode_rejects(tmp_path: Path) -> None:
@@ -233,20 +238,20 @@ def test_native_mode_rejects_what_frames_mode_rejects(tmp_path: Path) -> None:
     assert messages[True].split("(")[0] == messages[False].split("(")[0]
 
 
-def test_labels_in_container_tags_never_reach_a_model(tmp_path: Path) -> None:
+def test_gold_scores_in_container_tags_never_reach_a_model(tmp_path: Path) -> None:
     name = "episode_000042_attempt_1_score_3"
     leaky = make_tagged_copy(sample_video(), tmp_path / f"{name}.mp4", title=name, comment="score_3",
                         description=f"sim_panda/{name}.mp4")
     found = unsafe_metadata(str(leaky))
     assert {"container tag 'title'", "container tag 'comment'", "container tag 'description'"} <= set(found)
-    copy = store_video(str(leaky), file_digest(str(leaky)), str(tmp_path / "media"))
-    assert copy.stripped and unsafe_metadata(copy.path) == []
-    with av.open(copy.path) as container:
+    mp4 = store_video(str(leaky), file_digest(str(leaky)), str(tmp_path / "media"))
+    assert mp4.stripped and unsafe_metadata(mp4.path) == []
+    with av.open(mp4.path) as container:
         values = list(container.metadata.values()) + [v for s in container.streams for v in s.metadata.values()]
     assert not any("score" in str(value) or name in str(value) for value in values)
-    assert name.encode() not in Path(copy.path).read_bytes() and b"score_3" not in Path(copy.path).read_bytes()
+    assert name.encode() not in Path(mp4.path).read_bytes() and b"score_3" not in Path(mp4.path).read_bytes()
     # Stream copy, never a re-encode: every frame decodes to the same pixels.
-    assert all((a == b).all() for a, b in zip(decode_all(copy.path), decode_all(leaky), strict=True))
+    assert all((a == b).all() for a, b in zip(decode_all(mp4.path), decode_all(leaky), strict=True))
 
 
 def test_an_unknown_box_is_removed(tmp_path: Path) -> None:
@@ -256,8 +261,8 @@ def test_an_unknown_box_is_removed(tmp_path: Path) -> None:
     with open(leaky, "ab") as handle:
         handle.write(len(secret).to_bytes(4, "big") + b"uuid" + secret[: len(secret) - 8])
     assert "box uuid" in unsafe_metadata(str(leaky))
-    copy = store_video(str(leaky), file_digest(str(leaky)), str(tmp_path / "media"))
-    assert unsafe_metadata(copy.path) == [] and secret[:16] not in Path(copy.path).read_bytes()
+    mp4 = store_video(str(leaky), file_digest(str(leaky)), str(tmp_path / "media"))
+    assert unsafe_metadata(mp4.path) == [] and secret[:16] not in Path(mp4.path).read_bytes()
 
 
 def test_clean_files_reach_models_byte_for_byte(tmp_path: Path) -> None:
@@ -266,8 +271,8 @@ def test_clean_files_reach_models_byte_for_byte(tmp_path: Path) -> None:
     for index, video in enumerate(videos):
         assert unsafe_metadata(str(video)) == [], video
         if index % 9 == 0:
-            copy = store_video(str(video), file_digest(str(video)), str(tmp_path / "media"))
-            assert copy.stripped == () and Path(copy.path).read_bytes() == video.read_bytes()
+            mp4 = store_video(str(video), file_digest(str(video)), str(tmp_path / "media"))
+            assert mp4.stripped == () and Path(mp4.path).read_bytes() == video.read_bytes()
 
 
 def test_a_remuxed_file_is_clean_and_stays_clean(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ def test_read_metadata_happy_path(tmp_path: Path) -> None:
     assert [row.line for row in rows] == [1, 2, 3, 4, 5, 6]
     assert rows[0].subset == "robo_arena" and rows[2].subset == "bridge"
     assert rows[3].stem == "ep7_attempt_0_score_3"
-    assert rows[2].task == "put the spoon in the pot" and rows[2].reward == 5
+    assert rows[2].task == "put the spoon in the pot" and rows[2].gold_score == 5
     assert all(isinstance(row, MetadataRow) for row in rows)
     assert not hasattr(rows[0], "gpt5_mini_check")
 
@@ -211,7 +211,7 @@ def test_wrong_field_values(tmp_path: Path, field: str, value: object) -> None:
 @pytest.mark.parametrize("reward", [1, 2, 3, 4, 5])
 def test_every_valid_reward(tmp_path: Path, reward: int) -> None:
     rows = read_metadata(str(write_metadata(tmp_path, [{"file_name": "b/a.mp4", "task": "x", "reward": reward}])))
-    assert rows[0].reward == reward
+    assert rows[0].gold_score == reward
 
 
 @pytest.mark.parametrize(
@@ -366,7 +366,7 @@ def test_symlink_escaping_via_subset_folder_is_rejected(tmp_path: Path) -> None:
 
 def test_symlink_inside_the_data_folder_is_accepted(tmp_path: Path) -> None:
     root = make_data(tmp_path)
-    link = root / "test" / "bridge" / "ep9.mp4"  # a relabel: a byte-identical copy of ep7
+    link = root / "test" / "bridge" / "ep9.mp4"  # a relabel: a byte-identical duplicate of ep7
     link.unlink()
     link.symlink_to(root / "test" / "bridge" / "ep7.mp4")
     relative = root / "test" / "bridge" / "ep7_attempt_0_score_3.mp4"
@@ -396,7 +396,7 @@ def test_trusted_root_allows_links_into_a_cache(tmp_path: Path) -> None:
 
 
 def _row(file_name: str, reward: int = 3) -> MetadataRow:
-    return MetadataRow(line=1, file_name=file_name, task="t", reward=reward)
+    return MetadataRow(line=1, file_name=file_name, task="t", gold_score=reward)
 
 
 @pytest.mark.parametrize(
@@ -435,7 +435,7 @@ def test_clips_share_their_episode() -> None:
     assert episode_key(_row("droid/ep7.mp4")) == "droid/ep7"  # subsets never share
 
 
-def test_real_oxe_names_share_their_episode_across_copy_suffixes() -> None:
+def test_real_oxe_names_share_their_episode_across_duplicate_suffixes() -> None:
     base = "bridge/bridge_originalsplit_train_index_1811"
     names = [f"{base}_2.mp4", f"{base}.mp4", f"{base}_attempt_1_score_3.mp4", f"{base}_1.mp4"]
     assert {episode_key(_row(name)) for name in names} == {cluster_key(_row(name)) for name in names} == {base}
@@ -462,7 +462,7 @@ def test_left_right_suffix_outside_natural_subsets_is_kept() -> None:
     assert episode_key(_row("bridge/cam_2_left.mp4")) == "bridge/cam_2_left"
 
 
-def test_a_clip_whose_name_score_is_not_its_label_is_a_data_error(tmp_path: Path) -> None:
+def test_a_clip_whose_name_score_is_not_its_gold_score_is_a_data_error(tmp_path: Path) -> None:
     clip = "bridge/bridge_originalsplit_train_index_7_attempt_1_score_3.mp4"
     path = write_metadata(tmp_path, [{"file_name": "bridge/bridge_originalsplit_train_index_7.mp4", "task": "t",
                                       "reward": 5}, {"file_name": clip, "task": "t", "reward": 2}])
@@ -470,7 +470,7 @@ def test_a_clip_whose_name_score_is_not_its_label_is_a_data_error(tmp_path: Path
         read_metadata(str(path))
     assert_names(str(raised.value), str(path), "line 2", "field 'reward'", clip, "score 3", "reward is 2",
                  "Correct the reward or the file name")
-    assert [row.reward for row in read_metadata(str(path), check_clip_labels=False)] == [5, 2]
+    assert [row.gold_score for row in read_metadata(str(path), check_clip_name_scores=False)] == [5, 2]
     natural = write_metadata(tmp_path / "n", [{"file_name": "robo_arena/x_attempt_1_score_3.mp4", "task": "t",
                                                "reward": 2}])
     assert len(read_metadata(str(natural))) == 1  # natural rollouts are never clips
@@ -508,12 +508,12 @@ def test_sample_loads(sample_rollouts: list) -> None:
     rows = sample_rows()
     assert rows, "the bundled sample has no rows"
     assert [r.row.file_name for r in sample_rollouts] == [row["file_name"] for row in rows]
-    assert [(r.row.task, r.row.reward) for r in sample_rollouts] == [(row["task"], row["reward"]) for row in rows]
+    assert [(r.row.task, r.row.gold_score) for r in sample_rollouts] == [(row["task"], row["reward"]) for row in rows]
     assert set(SAMPLE_SUBSET_IDS) == {"sim_arena", "sim_panda", "sim_kuka"}
     assert {r.row.subset for r in sample_rollouts} == set(SAMPLE_SUBSET_IDS)
-    assert all(1 <= r.row.reward <= 5 for r in sample_rollouts)
-    for subset in SAMPLE_SUBSET_IDS:  # every label in every subset
-        assert {r.row.reward for r in sample_rollouts if r.row.subset == subset} == {1, 2, 3, 4, 5}, subset
+    assert all(1 <= r.row.gold_score <= 5 for r in sample_rollouts)
+    for subset in SAMPLE_SUBSET_IDS:  # every gold score in every subset
+        assert {r.row.gold_score for r in sample_rollouts if r.row.subset == subset} == {1, 2, 3, 4, 5}, subset
     # the loader's kinds are the generator's (sim_state.jsonl), and natural rollouts only in the arena subset
     assert [r.kind for r in sample_rollouts] == [kind_of(row["file_name"]) for row in rows]
     assert {r.row.subset for r in sample_rollouts if r.kind == NATURAL} == {"sim_arena"}
@@ -522,12 +522,12 @@ def test_sample_loads(sample_rollouts: list) -> None:
     # the counts of the sample README
     documented, total_rows, _ = documented_counts()
     assert len(sample_rollouts) == total_rows
-    assert Counter((r.row.subset, r.kind, r.row.reward) for r in sample_rollouts) == documented
+    assert Counter((r.row.subset, r.kind, r.row.gold_score) for r in sample_rollouts) == documented
     for rollout in sample_rollouts:
         if rollout.kind == CLIP:
-            assert rollout.row.stem.endswith(f"_score_{rollout.row.reward}")
+            assert rollout.row.stem.endswith(f"_score_{rollout.row.gold_score}")
         if rollout.kind == ORIGINAL:
-            assert rollout.row.reward == 5
+            assert rollout.row.gold_score == 5
 
 
 def test_sample_subset_selection() -> None:
@@ -546,7 +546,7 @@ def test_whole_sample_decodes(sample_rollouts: list) -> None:
     distinct: dict[str, str] = {}
     for rollout in sample_rollouts:
         distinct.setdefault(file_digest(rollout.video_path), rollout.video_path)
-    # the relabels are byte-identical copies of their originals; every other row is a video of its own
+    # the relabels are byte-identical duplicates of their originals; every other row is a video of its own
     relabels = sum(1 for r in sample_rollouts if r.kind == COUNTERFACTUAL)
     assert 0 < relabels and len(distinct) == len(sample_rollouts) - relabels
     assert set(distinct) == set(distinct_videos())  # the package's digest is the SHA-256 of the bytes
@@ -629,9 +629,9 @@ def test_rows_of_an_unknown_subset_are_natural_unless_named_like_oxe() -> None:
     from helm_roboreward.protocol.rows import MetadataRow, infer_kind
 
     def kind(name: str, reward: int) -> str:
-        return infer_kind(MetadataRow(line=1, file_name=f"my_lab_robot/{name}.mp4", task="t", reward=reward))
+        return infer_kind(MetadataRow(line=1, file_name=f"my_lab_robot/{name}.mp4", task="t", gold_score=reward))
 
     assert kind("episode_000012", 2) == "natural" and kind("episode_000013", 5) == "natural"  # a LeRobot import
     assert kind("my_lab_robot_originalsplit_train_index_3", 2) == "counterfactual"
     assert kind("my_lab_robot_originalsplit_train_index_3_attempt_1_score_2", 2) == "clip"
-    assert infer_kind(MetadataRow(line=1, file_name="bridge/episode_1.mp4", task="t", reward=2)) == "counterfactual"
+    assert infer_kind(MetadataRow(line=1, file_name="bridge/episode_1.mp4", task="t", gold_score=2)) == "counterfactual"

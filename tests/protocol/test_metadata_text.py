@@ -113,7 +113,7 @@ def test_a_folder_named_like_a_video_says_what_it_is_and_what_to_do(tmp_path: Pa
     split = tmp_path / "test"
     (split / "sim" / "a.mp4").mkdir(parents=True)
     with pytest.raises(DataError) as error:
-        locate_video(str(split), MetadataRow(line=7, file_name="sim/a.mp4", task="t", reward=3))
+        locate_video(str(split), MetadataRow(line=7, file_name="sim/a.mp4", task="t", gold_score=3))
     message = str(error.value)
     assert "line 7, field 'file_name'" in message
     assert f"{split / 'sim' / 'a.mp4'} is a folder, not a video file" in message
@@ -131,15 +131,15 @@ OTHER_VALUES: dict[str, list[Any]] = {
 }
 
 
-def read_both(raw: bytes, check_clip_labels: bool) -> list[object]:
-    """What read_metadata and the full rules (data/problems.py) make of the same file: rows or a message."""
+def read_both(raw: bytes, check_clip_name_scores: bool) -> list[object]:
+    """What read_metadata and the full rules (rows.checked_rows) make of the same file: rows or a message."""
     outcomes: list[object] = []
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "metadata.jsonl")
         Path(path).write_bytes(raw)
         for read in (read_metadata, lambda p, check: checked_rows(p, raw, check)):
             try:
-                outcomes.append(read(path, check_clip_labels))
+                outcomes.append(read(path, check_clip_name_scores))
             except DataError as error:
                 outcomes.append(str(error))
     return outcomes
@@ -151,7 +151,7 @@ def test_a_row_that_is_not_plain_reads_as_the_full_rules_read_it(field: str, val
     # read_metadata accepts plain rows by a narrower check of its own (data/rows.py): it must never accept
     # what the full rules refuse, nor read a row otherwise.
     raw = (json.dumps(row("a")) + "\n" + json.dumps({**row("b"), field: value}) + "\n").encode()
-    first, second = read_both(raw, check_clip_labels=True)
+    first, second = read_both(raw, check_clip_name_scores=True)
     assert first == second
 
 
@@ -168,13 +168,14 @@ def records(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=st.lists(records(), max_size=3), check_clip_labels=st.booleans())
-def test_rows_read_exactly_as_the_full_rules_read_them(rows: list[dict[str, Any]], check_clip_labels: bool) -> None:
-    first, second = read_both("".join(json.dumps(record) + "\n" for record in rows).encode(), check_clip_labels)
+@given(rows=st.lists(records(), max_size=3), check_clip_name_scores=st.booleans())
+def test_rows_read_exactly_as_the_full_rules_read_them(rows: list[dict[str, Any]],
+                                                       check_clip_name_scores: bool) -> None:
+    first, second = read_both("".join(json.dumps(record) + "\n" for record in rows).encode(), check_clip_name_scores)
     assert first == second
 
 
 def test_the_rows_of_the_sample_are_plain() -> None:
     # The default run validates them without loading the full rules (core/validation.py, data/problems.py).
     raw = Path(metadata_path(sample_root())).read_bytes()
-    assert _plain_rows(raw, check_clip_labels=True) == read_metadata(metadata_path(sample_root()))
+    assert _plain_rows(raw, check_clip_name_scores=True) == read_metadata(metadata_path(sample_root()))

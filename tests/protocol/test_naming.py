@@ -30,11 +30,11 @@ def test_roboarena_views_are_one_episode_and_a_session_is_one_cluster() -> None:
         ("bridge_originalsplit_train_index_1811_2_attempt_2_score_1", "bridge_originalsplit_train_index_1811"),
     ],
 )
-def test_oxe_episode_drops_copy_and_clip_suffixes(stem: str, episode: str) -> None:
+def test_oxe_episode_drops_duplicate_and_clip_suffixes(stem: str, episode: str) -> None:
     assert episode_of(stem, natural=False) == cluster_of(stem, natural=False) == episode
 
 
-def test_a_clip_joins_its_original_with_or_without_a_copy_suffix() -> None:
+def test_a_clip_joins_its_original_with_or_without_a_duplicate_suffix() -> None:
     clip = episode_of("bridge_originalsplit_train_index_1811_attempt_1_score_3", natural=False)
     assert clip == episode_of("bridge_originalsplit_train_index_1811", natural=False)
     assert clip == episode_of("bridge_originalsplit_train_index_1811_2", natural=False)
@@ -42,12 +42,12 @@ def test_a_clip_joins_its_original_with_or_without_a_copy_suffix() -> None:
 
 
 @given(subset=st.sampled_from(["bridge", "droid", "fractal20220817_data", "viola"]),
-       split=st.sampled_from(["train", "test"]), index=st.integers(0, 10**6), copy=st.integers(1, 9),
+       split=st.sampled_from(["train", "test"]), index=st.integers(0, 10**6), duplicate=st.integers(1, 9),
        attempt=st.integers(1, 20), score=st.integers(1, 4))
-def test_every_copy_and_clip_of_an_episode_shares_its_key(subset: str, split: str, index: int, copy: int,
-                                                         attempt: int, score: int) -> None:
+def test_every_duplicate_and_clip_of_an_episode_shares_its_key(subset: str, split: str, index: int, duplicate: int,
+                                                              attempt: int, score: int) -> None:
     base = f"{subset}_originalsplit_{split}_index_{index}"
-    names = [base, f"{base}_{copy}", f"{base}_attempt_{attempt}_score_{score}"]
+    names = [base, f"{base}_{duplicate}", f"{base}_attempt_{attempt}_score_{score}"]
     assert {episode_of(name, natural=False) for name in names} == {base}
     assert name_pattern(names[2], natural=False) == OXE_CLIP
     assert {name_pattern(name, natural=False) for name in names[:2]} == {OXE_EPISODE}
@@ -61,7 +61,7 @@ def test_every_copy_and_clip_of_an_episode_shares_its_key(subset: str, split: st
         ("my_rollout_right", True, "my_rollout", "my_rollout"),
         ("my_rollout", True, "my_rollout", "my_rollout"),
         ("ep7", False, "ep7", "ep7"),
-        ("ep7_1", False, "ep7_1", "ep7_1"),  # a trailing number is a copy suffix only in the real pattern
+        ("ep7_1", False, "ep7_1", "ep7_1"),  # a trailing number is a duplicate suffix only in the real pattern
         ("ep7_attempt_0_score_3", False, "ep7", "ep7"),
         ("cam_2_left", False, "cam_2_left", "cam_2_left"),  # cameras mean nothing outside natural subsets
     ],

@@ -30,7 +30,7 @@ def test_prepare_summary_and_warm_rerun(tmp_path, capsys):
     assert cli.main(["prepare", "--data", "sample", "--output-path", str(out), "--jobs", "1", "--quiet"]) == 0
     first = capsys.readouterr().out
     num_rows, num_videos = len(sample_rows()), len(distinct_videos())
-    assert num_videos < num_rows  # the relabels are byte-identical copies
+    assert num_videos < num_rows  # the relabels are byte-identical duplicates
     assert f" rows: {num_rows} " in first and f"distinct videos ready: {num_videos} " in first
     assert "cache hits: 0 " in first and "failed rows: 0\n" in first
     assert cli.main(["prepare", "--data", "sample", "--output-path", str(out), "--jobs", "2", "--quiet"]) == 0
@@ -54,7 +54,7 @@ def test_helm_run_scenario_after_prepare_decodes_nothing(tmp_path, monkeypatch):
     assert all(instance.extra_data["num_frames"] > 0 for instance in instances)
 
 
-def test_native_prepare_copies_content_addressed_videos(tmp_path, capsys):
+def test_native_prepare_writes_content_addressed_native_mp4s(tmp_path, capsys):
     out = tmp_path / "o"
     assert cli.main(["prepare", "--data", "sample", "--video", "native", "--output-path", str(out), "--quiet"]) == 0
     videos = [name for _, _, names in os.walk(out / "scenarios" / "roboreward" / "videos") for name in names

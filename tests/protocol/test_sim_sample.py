@@ -58,7 +58,7 @@ MAX_BYTES = 5_000_000
 OXE_EPISODE = r"(?P<episode>(?P<subset>sim_[a-z]+)_originalsplit_(?:train|test)_index_(?:0|[1-9]\d*))"
 CLIP_NAME = re.compile(rf"^{OXE_EPISODE}_attempt_(?P<attempt>[1-9]\d*)_score_(?P<score>\d+)$")
 COPY_NAME = re.compile(rf"^{OXE_EPISODE}(?:_(?P<copy>[1-9]))?$")
-"""An original or a relabel: the episode's name, with or without a copy suffix (the real split's patterns)."""
+"""An original or a relabel: the episode's name, with or without a duplicate suffix (the real split's patterns)."""
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 ARENA_NAME = re.compile(rf"^(?P<episode>(?P<session>{UUID})_(?P<letter>[A-G]))_(?P<view>left|right)$")
 
@@ -225,7 +225,7 @@ def test_kinds_follow_the_naming_and_label_rules(sample: dict[str, Any]) -> None
             assert int(match["score"]) == row["reward"] and 1 <= row["reward"] <= 4, name
             original = by_name[entry["source"]]
             assert sample["states"][original["file_name"]]["kind"] == ORIGINAL
-            assert copy_name(original["file_name"])["episode"] == match["episode"]  # with any copy suffix
+            assert copy_name(original["file_name"])["episode"] == match["episode"]  # with any duplicate suffix
             assert original["task"] == row["task"]
             assert episode_key(metadata[name]) == episode_key(metadata[original["file_name"]])
             assert len(decoded(video(name))) == entry["frame"] + 1
@@ -236,8 +236,8 @@ def test_kinds_follow_the_naming_and_label_rules(sample: dict[str, Any]) -> None
             assert video(name).read_bytes() == video(original["file_name"]).read_bytes()
 
 
-def test_names_follow_the_real_copy_suffix_patterns(sample: dict[str, Any]) -> None:
-    """Per OXE-like subset: originals with and without a copy suffix, clips of a suffixed original, a relabel
+def test_names_follow_the_real_duplicate_suffix_patterns(sample: dict[str, Any]) -> None:
+    """Per OXE-like subset: originals with and without a duplicate suffix, clips of a suffixed original, a relabel
     without a suffix beside a suffixed original; one relabel under another index; none of the old names."""
     rows = {row["file_name"]: sample["states"][row["file_name"]] for row in sample["rows"]}
     names = "\n".join(rows)
@@ -248,7 +248,7 @@ def test_names_follow_the_real_copy_suffix_patterns(sample: dict[str, Any]) -> N
         suffixed = {name for name, match in originals.items() if match and match["copy"]}
         assert suffixed and len(suffixed) < len(originals), subset
         sources = {state["source"] for state in rows.values() if state["kind"] == CLIP}
-        assert suffixed & sources, f"{subset}: no clip of an original with a copy suffix"
+        assert suffixed & sources, f"{subset}: no clip of an original with a duplicate suffix"
         plain_relabels = {state["source"] for name, state in rows.items() if state["kind"] == COUNTERFACTUAL
                           and name.startswith(f"{subset}/") and not copy_name(name)["copy"]}
         assert plain_relabels & suffixed, f"{subset}: no unsuffixed relabel beside a suffixed original"

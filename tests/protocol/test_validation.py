@@ -1,6 +1,6 @@
-"""The one rule for a task, a reward label, an episode span and a frame rate (core/validation.py).
+"""The one rule for a task, a gold score, an episode span and a frame rate (protocol/validation.py).
 
-``roboreward prepare`` (data/rows.py) and ``import-lerobot`` / ``label`` (robot_data) decide with these functions;
+``roboreward prepare`` (protocol/rows.py) and ``import-lerobot`` / ``label`` (robot_data) decide with these functions;
 the commands' own tests check the messages users see (tests/robot_data/test_import_integrity.py).
 """
 
@@ -11,9 +11,9 @@ import pytest
 from helm_roboreward.protocol.validation import (
     episode_span,
     frame_rate_problem,
+    gold_score_value,
     integer_value,
     overlapping_spans,
-    reward_value,
     task_problem,
 )
 
@@ -30,7 +30,7 @@ def test_a_task_with_invisible_characters_among_others_is_kept() -> None:
 @pytest.mark.parametrize(("value", "text", "expected"), [
     (3, False, 3), ("3", True, 3), (" 5 ", True, 5), ("+2", True, 2)])
 def test_rewards(value: object, text: bool, expected: int) -> None:
-    assert reward_value(value, text) == expected
+    assert gold_score_value(value, text) == expected
 
 
 @pytest.mark.parametrize(("value", "text", "problem"), [
@@ -39,7 +39,7 @@ def test_rewards(value: object, text: bool, expected: int) -> None:
     (6, False, "6 is outside 1..5"), (0, True, "0 is outside 1..5"), (None, True, "got None")])
 def test_refused_rewards(value: object, text: bool, problem: str) -> None:
     with pytest.raises(ValueError, match=problem.replace("(", r"\(").replace(".", r"\.")):
-        reward_value(value, text)
+        gold_score_value(value, text)
 
 
 def test_integers() -> None:

@@ -187,7 +187,7 @@ def test_missing_credentials_fail_once_at_start(reward_local_path: Path, monkeyp
         credentials.write_text(saved, encoding="utf-8")
 
 
-def test_options_depart_by_name(reward_local_path: Path, fake: FakeModelServer) -> None:
+def test_options_are_named(reward_local_path: Path, fake: FakeModelServer) -> None:
     model = RewardModel(RR8B, "vllm/roboreward-8b", local_path=str(reward_local_path),
                         options={"video": "frames", "max_frames": 2, "last_frame": True}, cache=False)
     assert model.settings["video"] == "frames" and model.settings["frame_options"]["max_frames"] == 2
@@ -204,7 +204,7 @@ def test_tiny_qwen3vl_in_process(reward_local_path: Path) -> None:
     assert reward.score is None or reward.progress == progress_of(reward.score)
 
 
-def test_content_addressed_inbox(native: RewardModel) -> None:
+def test_content_addressed_inputs_folder(native: RewardModel) -> None:
     data = VIDEO.read_bytes()
     native.score(ROW["task"], data)
     name = hashlib.sha256(data).hexdigest()[:32] + ".mp4"

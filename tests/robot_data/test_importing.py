@@ -11,13 +11,13 @@ import pytest
 from helm_roboreward.protocol.rows import load_rollouts
 from helm_roboreward.robot_data.hub_source import fetch_hub_dataset
 from helm_roboreward.robot_data.importing import (
-    PLACEHOLDER_REWARD,
+    PLACEHOLDER_GOLD_SCORE,
     PROVENANCE_FILE,
     ImportRequest,
     default_subset,
     import_lerobot,
 )
-from helm_roboreward.robot_data.labels import LabelError
+from helm_roboreward.robot_data.labels import ImportRequestError
 from helm_roboreward.robot_data.lerobot_format import LeRobotFormatError
 from tests.helpers.fakes.hf_hub import FakeHfHub, FakeRepo, make_commit_sha
 from tests.helpers.harness import check_completed, cli, helm_environment
@@ -55,7 +55,7 @@ def test_a_v3_import_is_a_benchmark_copy(v3: Path, labels: Path, tmp_path: Path)
         {"file_name": "my_robot_data/episode_000004.mp4", "task": "stack two blocks", "reward": 1},
     ]
     rollouts = load_rollouts(str(tmp_path / "copy"), None, "data=copy")  # the benchmark's own reader accepts it
-    assert [r.row.reward for r in rollouts] == [2, 5, 4, 1]
+    assert [r.row.gold_score for r in rollouts] == [2, 5, 4, 1]
     assert frame_numbers(decode_all(rollouts[2].video_path)) == list(range(27, 38))  # episode 3: its own frames
     provenance = json.loads((tmp_path / "copy" / PROVENANCE_FILE).read_text())
     assert provenance["source"] == {"kind": "local", "path": str(v3), "resolved_revision": "local-test",
@@ -84,7 +84,7 @@ def test_v2_with_success_labels_is_flagged_coarse(tmp_path: Path) -> None:
     root = write_v2(tmp_path / "ds", default_episodes(4))
     result = import_lerobot(local(root, tmp_path / "copy", labels_from="next.success", subset="bench_v2",
                                   episodes="1:4"), progress=False)
-    assert [row.reward for row in result.rows] == [5, 1, 5]
+    assert [row.gold_score for row in result.rows] == [5, 1, 5]
     assert result.provenance["labels"]["coarse"] is True and "never 2..4" in result.provenance["labels"]["note"]
     assert sorted(os.listdir(tmp_path / "copy/test/bench_v2")) == [f"episode_00000{i}.mp4" for i in (1, 2, 3)]
 
@@ -95,12 +95,12 @@ def test_the_same_import_is_reused_and_a_different_one_refused(v3: Path, labels:
     stamp = (out / "test/metadata.jsonl").stat().st_mtime_ns
     assert import_lerobot(local(v3, out, labels_file=str(labels)), progress=False).reused
     assert (out / "test/metadata.jsonl").stat().st_mtime_ns == stamp
-    with pytest.raises(LabelError, match="already holds a different import .*My-Robot_Data, camera "
+    with pytest.raises(ImportRequestError, match="already holds a different import .*My-Robot_Data, camera "
                                          "observation.images.front, subset my_robot_data, 4 rows"):
         import_lerobot(local(v3, out, labels_from="next.success"), progress=False)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(LabelError, match="not empty and holds no import"):
+    with pytest.raises(ImportRequestError, match="not empty and holds no import"):
         import_lerobot(local(v3, tmp_path / "other", labels_from="next.success"), progress=False)
 
 
@@ -115,17 +115,18 @@ def test_a_failed_import_leaves_nothing(tmp_path: Path) -> None:
 
 def test_subset_names(v3: Path, tmp_path: Path) -> None:
     assert default_subset("lerobot/Aloha-Sim_Insertion") == "aloha_sim_insertion" and default_subset("///") == "lerobot"
-    with pytest.raises(LabelError, match="'bridge' is a RoboRewardBench subset; your data would be shown as Berkeley"):
+    with pytest.raises(ImportRequestError,
+                       match="'bridge' is a RoboRewardBench subset; your data would be shown as Berkeley"):
         import_lerobot(local(v3, tmp_path / "copy", labels_from="next.success", subset="bridge"), progress=False)
-    with pytest.raises(LabelError, match="give the labels: --labels FILE"):
+    with pytest.raises(ImportRequestError, match="give the labels: --labels FILE"):
         import_lerobot(local(v3, tmp_path / "copy"), progress=False)
 
 
 def test_an_unlabelled_copy_carries_a_placeholder_and_says_so(v3: Path, tmp_path: Path) -> None:
     result = import_lerobot(local(v3, tmp_path / "copy", placeholder_labels=True, anchors=3, episodes="0,1"),
                             progress=False)
-    assert [(row.file_name.rsplit("/", 1)[1], row.end_frame, row.reward) for row in result.rows] == [
-        ("episode_000000_upto_000003.mp4", 3, PLACEHOLDER_REWARD), ("episode_000000_upto_000005.mp4", 5, 1),
+    assert [(row.file_name.rsplit("/", 1)[1], row.end_frame, row.gold_score) for row in result.rows] == [
+        ("episode_000000_upto_000003.mp4", 3, PLACEHOLDER_GOLD_SCORE), ("episode_000000_upto_000005.mp4", 5, 1),
         ("episode_000000.mp4", 8, 1), ("episode_000001_upto_000003.mp4", 3, 1),
         ("episode_000001_upto_000006.mp4", 6, 1), ("episode_000001.mp4", 9, 1)]
     assert "meaningless" in result.provenance["labels"]["note"]
@@ -141,7 +142,8 @@ def test_an_unlabelled_working_copy_is_replaced_by_another_mode(v3: Path, tmp_pa
     result = import_lerobot(local(v3, out, placeholder_labels=True, anchors=2, episodes="1"), progress=False)
     assert not result.reused and [row.end_frame for row in result.rows] == [5, 9]
     assert len((out / "test/metadata.jsonl").read_text().splitlines()) == 2
-    with pytest.raises(LabelError, match="already holds a different import"):  # a labelled import is never replaced
+    # a labelled import is never replaced
+    with pytest.raises(ImportRequestError, match="already holds a different import"):
         import_lerobot(local(v3, out, labels_from="next.success"), progress=False)
 
 

@@ -1,4 +1,4 @@
-"""Gemini with the whole prompt in one user message (``layout=one_message``, a named departure; HELM's sends two).
+"""Gemini with the whole prompt in one user message (``layout=one_message``, a named option; HELM's sends two).
 
 Cached apart from HELM's client, and an unusable reply is one failed request, never cached (docs/clients.md,
 "OneMessageGoogleGenAIClient").

@@ -72,7 +72,7 @@ class ModelEvidence:
 
     data: tuple[DataRead, ...]
     coverage: tuple[SubsetCoverage, ...]
-    departures: tuple[str, ...] = ()
+    non_default_settings: tuple[str, ...] = ()
     """Every setting that is not the official default, as ``name=value (official: ...)``."""
 
 
@@ -159,6 +159,6 @@ def judge(evidence: ModelEvidence, published_sha256: str = PUBLISHED_METADATA_SH
         Comparable, or not comparable with every reason (data, then coverage, then settings).
     """
     reasons = _data_reasons(evidence.data, published_sha256) + _coverage_reasons(evidence.coverage)
-    if evidence.departures:
-        reasons.append(f"non-default settings: {', '.join(evidence.departures)}")
+    if evidence.non_default_settings:
+        reasons.append(f"non-default settings: {', '.join(evidence.non_default_settings)}")
     return Comparability(not reasons, tuple(reasons))

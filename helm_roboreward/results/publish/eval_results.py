@@ -39,8 +39,9 @@ _TASK_KEYS = {"id", "config", "split"}
 
 
 def _notes(model: ModelFacts, suite: str) -> str:
-    departures = model.evidence.departures
-    settings = f"non-default settings: {', '.join(departures)}" if departures else "official default settings"
+    non_default_settings = model.evidence.non_default_settings
+    settings = (f"non-default settings: {', '.join(non_default_settings)}" if non_default_settings
+                else "official default settings")
     return f"helm-roboreward, suite {suite}, deployment {model.deployment}; {settings}; {model.verdict.line}"
 
 
@@ -117,7 +118,7 @@ def _is_iso_date(value: Any) -> bool:
 
 
 def check_eval_results(text: str) -> list[str]:
-    """Every way a ``.eval_results/*.yaml`` text departs from the documented format (empty: valid)."""
+    """Every way a ``.eval_results/*.yaml`` text differs from the documented format (empty: valid)."""
     try:
         entries = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -136,7 +137,7 @@ def eval_yaml() -> dict[str, Any]:
     """The ``eval.yaml`` proposed to the dataset's maintainers: one task per leaderboard column and the macro MAE."""
     description = (
         "RoboRewardBench: a vision-language model scores a real-robot rollout video's end-of-episode progress 1..5 "
-        f"under a fixed rubric; the metric is the mean absolute error against the human-verified label (lower is "
+        f"under a fixed rubric; the metric is the mean absolute error against the human-verified gold score (lower is "
         f"better). Task {MACRO_TASK} is the unweighted mean of the 23 subset MAEs; the other tasks are the subsets. "
         f"Paper: {PAPER_URL}.")
     tasks = [{"id": MACRO_TASK, "config": "default", "split": TEST_SPLIT}]
@@ -146,7 +147,7 @@ def eval_yaml() -> dict[str, Any]:
 
 
 def check_eval_yaml(text: str) -> list[str]:
-    """Every way an ``eval.yaml`` text departs from the documented specification (empty: valid)."""
+    """Every way an ``eval.yaml`` text differs from the documented specification (empty: valid)."""
     try:
         content = yaml.safe_load(text)
     except yaml.YAMLError as error:

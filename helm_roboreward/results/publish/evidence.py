@@ -73,7 +73,7 @@ class RunFacts:
     spec: dict[str, Any]
     """``scenario_spec.args``, the adapter's generation fields, ``routing`` and the metric arguments."""
 
-    departures: tuple[str, ...]
+    non_default_settings: tuple[str, ...]
     rows_in_run: int | None
     evaluated: int
     videos: dict[str, str]
@@ -128,7 +128,7 @@ def _matches(model: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(model.lower(), pattern) for pattern in patterns)
 
 
-def run_departures(run_spec: Mapping[str, Any]) -> list[str]:
+def non_default_settings(run_spec: Mapping[str, Any]) -> list[str]:
     """Every setting of a run that is not the official default (empty: an official run).
 
     Covers the media routing, the frame rule, failed requests, scoring, message layout, decoding, the generation
@@ -138,27 +138,27 @@ def run_departures(run_spec: Mapping[str, Any]) -> list[str]:
     routing = run_spec.get("routing") or {}
     args = (run_spec.get("scenario_spec") or {}).get("args") or {}
     model = str(adapter.get("model") or routing.get("model") or "")
-    departures = []
+    settings = []
     mode, official_mode = str(args.get("video", FRAMES)), NATIVE if _matches(model, NATIVE_VIDEO_MODEL_PATTERNS) \
         else FRAMES
     # A model tagged as taking video (not in the patterns) gets the mp4 through video=auto: that is the routing.
     if mode != official_mode and not (routing.get("video") == AUTO and mode == NATIVE):
-        departures.append(f"video={mode} (official: {official_mode})")
+        settings.append(f"video={mode} (official: {official_mode})")
     if mode == FRAMES:
         options = routing.get("frame_options") or {}
         defaults = dataclasses.asdict(FrameOptions())
-        departures += [f"{name}={options[name]} (official: {value})" for name, value in defaults.items()
-                       if name in options and options[name] != value]
-    departures += [f"{name}={routing[name]} (official: {value})" for name, value in _ROUTING_DEFAULTS.items()
-                   if routing.get(name, value) != value]
+        settings += [f"{name}={options[name]} (official: {value})" for name, value in defaults.items()
+                     if name in options and options[name] != value]
+    settings += [f"{name}={routing[name]} (official: {value})" for name, value in _ROUTING_DEFAULTS.items()
+                 if routing.get(name, value) != value]
     tokens = DEFAULT_MAX_TOKENS + (REASONING_TOKEN_ALLOWANCE if _matches(model, REASONING_MODEL_PATTERNS) else 0)
     for name, official in (("temperature", 0.0), ("num_outputs", 1), ("max_tokens", tokens)):
         if name in adapter and adapter[name] != official:
-            departures.append(f"{name}={adapter[name]} (official: {official})")
+            settings.append(f"{name}={adapter[name]} (official: {official})")
     prefix, name = str(routing.get("name_prefix") or ""), str(run_spec.get("name") or "")
     if prefix and name.startswith(prefix):  # what HELM's expanders appended (model= names the row, not a setting)
-        departures += [part for part in name[len(prefix):].split(",") if part and not part.startswith(_ENTRY_KEYS)]
-    return departures
+        settings += [part for part in name[len(prefix):].split(",") if part and not part.startswith(_ENTRY_KEYS)]
+    return settings
 
 
 def _spec_record(run_spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -186,7 +186,7 @@ def run_facts(name: str, source: RunData) -> RunFacts:
         name=name, subset=str(args.get("subset", "all")), data=str(args.get("data", HUB)),
         requested_revision=str(args.get("revision", DATASET_REVISION)),
         revisions=tuple(sorted({record.dataset_revision for record in records.values()} - {""})),
-        spec=_spec_record(run_spec), departures=tuple(run_departures(run_spec)),
+        spec=_spec_record(run_spec), non_default_settings=tuple(non_default_settings(run_spec)),
         rows_in_run=max(counts) if counts else None, evaluated=len(source.row_ids), videos=videos,
         finished=finished.isoformat(timespec="seconds"))
 
@@ -260,8 +260,8 @@ def _model_facts(model: ModelRows, runs: dict[str, RunFacts], reads: dict[tuple[
         expected = known[0].get(subset, 0) if len(known) == 1 and known[0] is not None else (
             run.rows_in_run if run.subset == subset else None)
         coverage.append(SubsetCoverage(subset, evaluated[subset], expected))
-    departures = tuple(dict.fromkeys(departure for run in used for departure in run.departures))
-    evidence = ModelEvidence(model.model, tuple(model_reads), tuple(coverage), departures)
+    settings = tuple(dict.fromkeys(setting for run in used for setting in run.non_default_settings))
+    evidence = ModelEvidence(model.model, tuple(model_reads), tuple(coverage), settings)
     first = used[0].spec["adapter"] if used else {}
     return ModelFacts(model.model, str(first.get("model", model.model)),
                       str(first.get("model_deployment") or first.get("model") or ""), model.display_name, used,

@@ -68,7 +68,7 @@ def _model_entry(model: ModelFacts) -> dict[str, Any]:
         "runs": [{"name": run.name, "subset": run.subset, "data": run.data,
                   "requested_revision": run.requested_revision, "revisions": list(run.revisions),
                   "rows_in_run": run.rows_in_run, "rows_evaluated": run.evaluated, "finished": run.finished,
-                  "departures": list(run.departures), **run.spec} for run in model.runs],
+                  "non_default_settings": list(run.non_default_settings), **run.spec} for run in model.runs],
     }
 
 

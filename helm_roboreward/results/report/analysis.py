@@ -12,7 +12,13 @@ import numpy as np
 
 from helm_roboreward.helm_frontend.run_rows import InstanceRow, ModelRows, SuiteRows, all_failed_subsets
 from helm_roboreward.protocol.reward_statistics import PeerMetrics, PeerRow, peer_metrics
-from helm_roboreward.protocol.rules import MAX_SCORE, MIN_SCORE, OFFICIAL_SUBSET_IDS, subset_info, subset_order
+from helm_roboreward.protocol.rules import (
+    MAX_SCORE,
+    OFFICIAL_SUBSET_IDS,
+    RUBRIC_SCORES,
+    subset_info,
+    subset_order,
+)
 from helm_roboreward.results.report.bootstrap import (
     MAX_HALF_WIDTH,
     MIN_CLUSTERS,
@@ -28,8 +34,7 @@ from helm_roboreward.results.report.calibration import CalibrationSummary, calib
 from helm_roboreward.results.report.published_rows import ModelScore, PublishedReference, published_reference
 from helm_roboreward.results.report.reward_model import RewardModelSummary, reward_model_summaries
 
-SCORES = list(range(MIN_SCORE, MAX_SCORE + 1))
-CONFUSION_COLUMNS = [str(score) for score in SCORES] + ["other", "invalid"]
+CONFUSION_COLUMNS = [str(score) for score in RUBRIC_SCORES] + ["other", "invalid"]
 """Predicted-score columns: 1..5, ``other`` (parsed but not an integer 1..5, e.g. 0 or 3.5), ``invalid``."""
 
 
@@ -73,16 +78,16 @@ class FailureModes:
     answered: int
     invalid_outputs: int
     exact_matches: int
-    answered_gold_below_max: int
+    answered_gold_score_below_max: int
     false_successes: int
-    """Predicted 5 although gold < 5."""
+    """Predicted 5 although the gold score is below 5."""
 
-    answered_gold_max: int
+    answered_gold_score_max: int
     missed_successes: int
-    """Gold 5 but not predicted 5 (an invalid answer counts as missed)."""
+    """Gold score 5 but not predicted 5 (an invalid answer counts as missed)."""
 
     signed_bias: float | None
-    """Mean predicted - gold over parsed answers (positive: over-rewarding)."""
+    """Mean predicted - gold score over parsed answers (positive: over-rewarding)."""
 
 
 @dataclass(frozen=True)
@@ -99,14 +104,15 @@ class ModelSummary:
 
     failures: FailureModes
     confusion: np.ndarray
-    """Counts, gold 1..5 (rows) by :data:`CONFUSION_COLUMNS`; failed requests excluded."""
+    """Counts, gold score 1..5 (rows) by :data:`CONFUSION_COLUMNS`; failed requests excluded."""
 
     failed_subsets: list[str] = field(default_factory=list)
     """Subsets where the model has rows but every request failed and its run left them out (``failed=skip``):
     no error to average, on the leaderboard or here."""
 
     peer: PeerMetrics | None = None
-    """Micro and macro MAE, exact and within-1 accuracy, mean prediction per gold label (core/peer_metrics.py)."""
+    """Micro and macro MAE, exact and within-1 accuracy, mean prediction per gold score
+    (protocol/reward_statistics.py)."""
 
 
 @dataclass(frozen=True)
@@ -171,38 +177,39 @@ def _subset_sample(subset: str, rows_per_model: list[list[InstanceRow]]) -> Subs
 
 def failure_modes(rows: Sequence[InstanceRow]) -> FailureModes:
     """The failure-mode counts of one model's rows (failed requests counted, then left out of the rest)."""
-    answered = [row for row in rows if not row.failed_request and row.gold is not None]
+    answered = [row for row in rows if not row.failed_request and row.gold_score is not None]
     parsed = [row for row in answered if not row.invalid_output and row.predicted is not None]
-    below = [row for row in answered if row.gold is not None and row.gold < MAX_SCORE]
-    at_max = [row for row in answered if row.gold == MAX_SCORE]
-    signed = [row.predicted - row.gold for row in parsed if row.predicted is not None and row.gold is not None]
+    below = [row for row in answered if row.gold_score is not None and row.gold_score < MAX_SCORE]
+    at_max = [row for row in answered if row.gold_score == MAX_SCORE]
+    signed = [row.predicted - row.gold_score for row in parsed
+              if row.predicted is not None and row.gold_score is not None]
     return FailureModes(
         rows=len(rows),
         failed_requests=sum(row.failed_request for row in rows),
         answered=len(answered),
         invalid_outputs=sum(row.invalid_output for row in answered),
-        exact_matches=sum(row.predicted == row.gold for row in parsed),
-        answered_gold_below_max=len(below),
+        exact_matches=sum(row.predicted == row.gold_score for row in parsed),
+        answered_gold_score_below_max=len(below),
         false_successes=sum(row.predicted == MAX_SCORE for row in below),
-        answered_gold_max=len(at_max),
+        answered_gold_score_max=len(at_max),
         missed_successes=sum(row.invalid_output or row.predicted != MAX_SCORE for row in at_max),
         signed_bias=float(np.mean(signed)) if signed else None,
     )
 
 
 def confusion_matrix(rows: Sequence[InstanceRow]) -> np.ndarray:
-    """Gold 1..5 (rows) by predicted :data:`CONFUSION_COLUMNS`; failed requests and rows without gold excluded."""
-    matrix = np.zeros((len(SCORES), len(CONFUSION_COLUMNS)), dtype=np.int64)
+    """Gold score 1..5 (rows) by predicted :data:`CONFUSION_COLUMNS`; failed requests and rows without one excluded."""
+    matrix = np.zeros((len(RUBRIC_SCORES), len(CONFUSION_COLUMNS)), dtype=np.int64)
     for row in rows:
-        if row.failed_request or row.gold not in SCORES:
+        if row.failed_request or row.gold_score not in RUBRIC_SCORES:
             continue
         if row.invalid_output or row.predicted is None:
             column = len(CONFUSION_COLUMNS) - 1
-        elif row.predicted in SCORES:
-            column = SCORES.index(int(row.predicted))
+        elif row.predicted in RUBRIC_SCORES:
+            column = RUBRIC_SCORES.index(int(row.predicted))
         else:
-            column = len(SCORES)
-        matrix[SCORES.index(int(row.gold or 0)), column] += 1
+            column = len(RUBRIC_SCORES)
+        matrix[RUBRIC_SCORES.index(int(row.gold_score or 0)), column] += 1
     return matrix
 
 
@@ -225,8 +232,8 @@ def _model_summaries(
             failures=failure_modes(model.rows),
             confusion=confusion_matrix(model.rows),
             failed_subsets=every_request_failed(model.rows),
-            peer=peer_metrics(PeerRow(row.subset, int(row.gold), row.predicted, row.abs_error)
-                              for row in model.rows if row.gold is not None),
+            peer=peer_metrics(PeerRow(row.subset, int(row.gold_score), row.predicted, row.abs_error)
+                              for row in model.rows if row.gold_score is not None),
         ))
     return summaries
 

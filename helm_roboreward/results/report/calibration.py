@@ -1,11 +1,11 @@
 """The report's expected-score calibration: per model with recorded expected scores (``score=expected``).
 
-For each model whose rows carry an expected score and P(5) (:class:`~helm_roboreward.results.report.
-loading.InstanceRow`): how many rows have one, the expected score's MAE next to the parsed score's MAE on the
+For each model whose rows carry an expected score and P(5) (:class:`~helm_roboreward.helm_frontend.
+run_rows.InstanceRow`): how many rows have one, the expected score's MAE next to the parsed score's MAE on the
 same rows (each a mean over the rows of a subset, then the unweighted mean over subsets, as the leaderboard's
-MAE), and for P(5) against "gold is 5", pooled over the model's rows: the Brier score, the expected calibration
-error and the reliability bins (:mod:`..protocol.score_probabilities`). Rows without a distribution (failed,
-unparseable, no 1..5 alternative) are left out of all of these and counted in ``rows - with_distribution``;
+MAE), and for P(5) against "the gold score is 5", pooled over the model's rows: the Brier score, the expected
+calibration error and the reliability bins (:mod:`..protocol.score_probabilities`). Rows without a distribution
+(failed, unparseable, no 1..5 alternative) are left out of all of these and counted in ``rows - with_distribution``;
 failed requests a ``failed=skip`` run left out are not rows at all.
 """
 
@@ -38,7 +38,7 @@ class CalibrationSummary:
     """Rows with an expected score and P(5)."""
 
     expected_mae: float
-    """Macro over subsets of the mean |expected score - gold|."""
+    """Macro over subsets of the mean |expected score - gold score|."""
 
     parsed_mae: float | None
     """The same, for the parsed score on the same rows (None when none of them parsed)."""
@@ -53,18 +53,18 @@ class CalibrationSummary:
 
 def summarize_calibration(model: ModelRows, bins: int = ECE_BINS) -> CalibrationSummary | None:
     """The model's calibration summary; None when no row has an expected score."""
-    graded = [row for row in model.rows if row.gold is not None and not row.left_out]  # failed=skip: not a row
+    graded = [row for row in model.rows if row.gold_score is not None and not row.left_out]  # failed=skip: not a row
     expected_errors: dict[str, list[float]] = defaultdict(list)
     parsed_errors: dict[str, list[float]] = defaultdict(list)
     pairs: list[tuple[float, float]] = []
     for row in graded:
-        gold, expected, success = row.gold, row.expected, row.success_probability
-        if gold is None or expected is None or success is None:
+        gold_score, expected, success = row.gold_score, row.expected, row.success_probability
+        if gold_score is None or expected is None or success is None:
             continue
-        expected_errors[row.subset].append(abs(expected - gold))
+        expected_errors[row.subset].append(abs(expected - gold_score))
         if row.predicted is not None:
-            parsed_errors[row.subset].append(abs(row.predicted - gold))
-        pairs.append((success, 1.0 if gold == MAX_SCORE else 0.0))
+            parsed_errors[row.subset].append(abs(row.predicted - gold_score))
+        pairs.append((success, 1.0 if gold_score == MAX_SCORE else 0.0))
     if not pairs:
         return None
     expected_mae = macro_mean(expected_errors)

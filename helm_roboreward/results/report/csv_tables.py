@@ -7,7 +7,7 @@ writes them beside ``report.md``.
 import csv
 import io
 
-from helm_roboreward.protocol.rules import GOLD_LABELS
+from helm_roboreward.protocol.rules import RUBRIC_SCORES
 from helm_roboreward.results.report.analysis import ReportData
 from helm_roboreward.results.report.bootstrap import Interval
 from helm_roboreward.results.report.reward_model import Support
@@ -80,8 +80,8 @@ def _peers(data: ReportData) -> str:
                             ("exact_macro", peer.exact_macro), ("exact_micro", peer.exact_micro),
                             ("within_one_macro", peer.within_one_macro), ("within_one_micro", peer.within_one_micro)):
             rows.append([model.model, name, number(value, 6), str(peer.rows)])
-        rows += [[model.model, f"mean_prediction_gold_{gold}", number(peer.mean_prediction[gold], 6),
-                  str(peer.prediction_rows[gold])] for gold in GOLD_LABELS]
+        rows += [[model.model, f"mean_prediction_gold_{gold_score}", number(peer.mean_prediction[gold_score], 6),
+                  str(peer.prediction_rows[gold_score])] for gold_score in RUBRIC_SCORES]
     return _csv_text(["model", "statistic", "value", "rows"], rows)
 
 

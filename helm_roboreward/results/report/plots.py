@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from helm_roboreward.helm_frontend.run_rows import ReportError
+from helm_roboreward.protocol.rules import RUBRIC_SCORES
 from helm_roboreward.protocol.safe_files import write_inside
-from helm_roboreward.results.report.analysis import CONFUSION_COLUMNS, SCORES, ModelSummary, ReportData
+from helm_roboreward.results.report.analysis import CONFUSION_COLUMNS, ModelSummary, ReportData
 
 INSTALL_HINT = "pip install 'helm-roboreward[report]' (or pip install matplotlib)"
 HEATMAP_FILE = "mae_heatmap.png"
@@ -159,7 +160,7 @@ def plot_confusion(model: ModelSummary, out_dir: str, name: str) -> None:
         color = "white" if peak and count > peak / 2 else "black"
         axes.text(column, row, str(count), ha="center", va="center", fontsize=9, color=color)
     axes.set_xticks(range(len(CONFUSION_COLUMNS)), CONFUSION_COLUMNS)
-    axes.set_yticks(range(len(SCORES)), [str(score) for score in SCORES])
+    axes.set_yticks(range(len(RUBRIC_SCORES)), [str(score) for score in RUBRIC_SCORES])
     axes.set_xlabel("predicted")
     axes.set_ylabel("gold")
     failed = model.failures.failed_requests

@@ -156,7 +156,7 @@ def _weighted_auroc(rewards: np.ndarray, positive: np.ndarray, row_weights: np.n
 def _success_replicates(rows: Sequence[ScoredRow], row_weights: np.ndarray, continuous: bool) -> dict[str,
                                                                                                       np.ndarray]:
     said = np.array([says_success(row.reward, continuous) for row in rows])
-    real = np.array([row.gold == MAX_SCORE for row in rows])
+    real = np.array([row.gold_score == MAX_SCORE for row in rows])
     tp, fp = row_weights @ (said & real), row_weights @ (said & ~real)
     fn, tn = row_weights @ (~said & real), row_weights @ (~said & ~real)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -216,7 +216,7 @@ def subset_replicates(rows: Sequence[ScoredRow], subset: str, resamples: int, se
         "ladder_tau_b": _ratio(weights, tau_sums, ladder_counts),
         "clip_accuracy": _ratio(weights, clip_sums, clip_counts),
         "success_auroc": _weighted_auroc(np.array([row.reward for row in rows]),
-                                         np.array([row.gold == MAX_SCORE for row in rows]), row_weights),
+                                         np.array([row.gold_score == MAX_SCORE for row in rows]), row_weights),
     }
     replicates.update(_success_replicates(rows, row_weights, continuous))
     holding = {"preference_accuracy": pairs, "ladder_accuracy": ladder_counts, "ladder_tau_b": ladder_counts,
@@ -278,7 +278,7 @@ def summarize_model(model: ModelRows, score: str, resamples: int, seed: int, con
     """
     if score == EXPECTED and not any(row.expected is not None for row in model.rows):
         return None  # no score=expected run, or a client without log-probabilities: parsed scores only
-    rows = [scored(row, score) for row in model.rows if row.gold is not None and not row.left_out]
+    rows = [scored(row, score) for row in model.rows if row.gold_score is not None and not row.left_out]
     if not rows:
         return None
     by_subset: dict[str, list[ScoredRow]] = defaultdict(list)

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from helm_roboreward.protocol.published import PUBLISHED_LEADERBOARD
 from helm_roboreward.protocol.rules import (
     EXPECTED,
-    GOLD_LABELS,
     LEADERBOARD_URL,
     OFFICIAL_SUBSET_IDS,
+    RUBRIC_SCORES,
     SAMPLE_SUBSET_IDS,
     subset_info,
 )
@@ -175,12 +175,12 @@ def _peers(data: ReportData) -> list[str]:
     lines = ["", "## Peer metrics", "",
              "What other evaluations of RoboRewardBench report (docs/reward_metrics.md, \"Peer metrics\"): the "
              "instance-weighted (micro) MAE beside the macro, exact and within-1 accuracy (the answer at most 1 from "
-             "the label), each macro over subsets and micro over rows, and the mean parsed score per gold label "
+             "the gold score), each macro over subsets and micro over rows, and the mean parsed score per gold score "
              "(pooled over subsets; the parsed answers behind it in parentheses). The rows are the MAE's: an "
              "unparseable answer is neither exact nor within 1 and has no prediction; a failed request is charged as "
              f"the run's `failed=` policy charges it in the MAE. Also in `{PEER_FILE}`.", ""]
     header = ["Model", "MAE macro", "MAE micro", "Exact macro", "Exact micro", "Within 1 macro", "Within 1 micro"]
-    header += [f"Mean pred. gold {gold}" for gold in GOLD_LABELS]
+    header += [f"Mean pred. gold {gold_score}" for gold_score in RUBRIC_SCORES]
     rows = []
     for model in data.models:
         peer = model.peer
@@ -188,8 +188,9 @@ def _peers(data: ReportData) -> list[str]:
             continue
         rows.append([model.display_name] + [_number(value) for value in (
             peer.macro_mae, peer.micro_mae, peer.exact_macro, peer.exact_micro, peer.within_one_macro,
-            peer.within_one_micro)] + [f"{_number(peer.mean_prediction[gold], 2)} ({peer.prediction_rows[gold]})"
-                                       for gold in GOLD_LABELS])
+            peer.within_one_micro)] + [
+                f"{_number(peer.mean_prediction[gold_score], 2)} ({peer.prediction_rows[gold_score]})"
+                for gold_score in RUBRIC_SCORES])
     return lines + _table(header, rows)
 
 
@@ -299,8 +300,8 @@ def _failures(data: ReportData) -> list[str]:
         f = model.failures
         rows.append([model.display_name, str(f.rows), _rate(f.failed_requests, f.rows),
                      _rate(f.invalid_outputs, f.answered), _rate(f.exact_matches, f.answered),
-                     _rate(f.false_successes, f.answered_gold_below_max),
-                     _rate(f.missed_successes, f.answered_gold_max), _number(f.signed_bias, 2)])
+                     _rate(f.false_successes, f.answered_gold_score_below_max),
+                     _rate(f.missed_successes, f.answered_gold_score_max), _number(f.signed_bias, 2)])
     return ["", "## Failure modes", "",
             "Over all rows of each model (instance-weighted). Failed requests (no completion) are counted over all "
             "rows; they are charged error 4 in the MAE (official) unless the run used `failed=skip`, and are left "

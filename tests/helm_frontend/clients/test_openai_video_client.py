@@ -182,20 +182,20 @@ def test_native_video_without_served_model_name_uses_the_model_engine(fake: Fake
     assert only_request(fake).body["model"] == "roboreward-8b"
 
 
-def test_file_url_transport_sends_the_content_addressed_copy(fake: FakeModelServer, leaky_video: Path,
-                                                             tmp_path: Path) -> None:
+def test_file_url_transport_sends_the_content_addressed_native_mp4(fake: FakeModelServer, leaky_video: Path,
+                                                                   tmp_path: Path) -> None:
     media_dir = tmp_path / "benchmark_output" / "scenarios" / "roboreward"
     digest = sha256(leaky_video.read_bytes())
-    copy = Path(store_video(str(leaky_video), digest, str(media_dir)).path)
-    assert copy.read_bytes() == leaky_video.read_bytes()
+    native_mp4 = Path(store_video(str(leaky_video), digest, str(media_dir)).path)
+    assert native_mp4.read_bytes() == leaky_video.read_bytes()
 
     client = make_client(fake.base_url, video_transport="file_url")
-    result = client.make_request(video_request(copy))
+    result = client.make_request(video_request(native_mp4))
     assert result.success, result.error
 
     content = only_request(fake).body["messages"][0]["content"]
     assert content[0] == {"type": "text", "text": PROMPT}
-    assert content[1] == {"type": "video_url", "video_url": {"url": f"file://{copy.resolve()}"}}
+    assert content[1] == {"type": "video_url", "video_url": {"url": f"file://{native_mp4.resolve()}"}}
     assert Path(content[1]["video_url"]["url"][len("file://"):]).read_bytes() == leaky_video.read_bytes()
     serialized = only_request(fake).raw.decode("utf-8")
     for forbidden in ("score_", LEAKY_SUBSET, "episode_", "attempt_"):

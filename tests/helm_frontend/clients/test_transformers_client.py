@@ -1,6 +1,6 @@
 """TransformersQwen3VLClient with the real transformers code on CPU and a tiny random-weight Qwen3-VL.
 
-The checkpoint is built once per session by tests/helpers/tiny_qwen3vl.py (dense, and a MoE twin); nothing of
+The checkpoint is built once per session by tests/helpers/tiny_qwen3vl.py (dense, and a MoE counterpart); nothing of
 transformers is mocked: the real sample mp4s are decoded by the client's video decoder (torchcodec inside the
 Qwen3-VL processor where it loads; PyAV where it cannot, the processor still choosing the frames), and the real
 model classes generate. Checked: the answer and its provenance, the

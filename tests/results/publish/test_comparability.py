@@ -1,4 +1,4 @@
-"""The comparability rule (pure) and how a run's settings become its departures from the official defaults."""
+"""The comparability rule (pure) and how a run's settings become its non-default settings."""
 
 import copy
 import hashlib
@@ -14,7 +14,7 @@ from helm_roboreward.results.publish.comparability import (
     SubsetCoverage,
     judge,
 )
-from helm_roboreward.results.publish.evidence import data_read, run_departures
+from helm_roboreward.results.publish.evidence import data_read, non_default_settings
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 PUBLISHED = PUBLISHED_METADATA_SHA256
@@ -82,32 +82,33 @@ def official_spec(model: str = "openai/gpt-5-2025-08-07", video: str = "frames",
     }
 
 
-def test_official_runs_have_no_departure() -> None:
-    assert run_departures(official_spec()) == []
-    assert run_departures(official_spec("teetone/roboreward-8b", "native", 5000)) == []
-    assert run_departures(official_spec("baseline/constant-3", "frames", 5000)) == []
+def test_official_runs_have_no_non_default_setting() -> None:
+    assert non_default_settings(official_spec()) == []
+    assert non_default_settings(official_spec("teetone/roboreward-8b", "native", 5000)) == []
+    assert non_default_settings(official_spec("baseline/constant-3", "frames", 5000)) == []
 
 
-def test_each_departure_is_named() -> None:
+def test_each_non_default_setting_is_named() -> None:
     spec = official_spec()
     spec["routing"]["frame_options"]["include_last_frame"] = True
     spec["routing"]["failed"] = "skip"
     spec["adapter_spec"]["temperature"] = 0.7
     spec["name"] = spec["name"] + ",stop=hash"
-    assert run_departures(spec) == ["include_last_frame=True (official: False)", "failed=skip (official: max_error)",
-                                    "temperature=0.7 (official: 0.0)", "stop=hash"]
+    assert non_default_settings(spec) == ["include_last_frame=True (official: False)",
+                                          "failed=skip (official: max_error)", "temperature=0.7 (official: 0.0)",
+                                          "stop=hash"]
     native_as_frames = official_spec("qwen/qwen3-vl-8b-instruct", "frames", 5000)
-    assert run_departures(native_as_frames) == ["video=frames (official: native)"]
+    assert non_default_settings(native_as_frames) == ["video=frames (official: native)"]
     short = official_spec(max_tokens=5000)
-    assert run_departures(short) == ["max_tokens=5000 (official: 65000)"]
+    assert non_default_settings(short) == ["max_tokens=5000 (official: 65000)"]
 
 
 def test_a_model_tagged_as_taking_video_routed_by_auto_is_official() -> None:
     spec = official_spec("lab/my-video-model", "native", 5000)
-    assert run_departures(spec) == []
+    assert non_default_settings(spec) == []
     asked = copy.deepcopy(spec)
     asked["routing"]["video"] = "native"
-    assert run_departures(asked) == ["video=native (official: frames)"]
+    assert non_default_settings(asked) == ["video=native (official: frames)"]
 
 
 def test_a_local_copys_hash_is_read_where_it_lies_and_must_match_its_recorded_revision(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def test_the_documented_examples_are_valid() -> None:
     ("dataset: {id: a/b, task_id: t}\nvalue: 1\n", "the file must be a non-empty YAML list of results"),
     ("- [unclosed\n", "not YAML"),
 ])
-def test_departures_from_the_format_are_named(text: str, problem: str) -> None:
+def test_differences_from_the_format_are_named(text: str, problem: str) -> None:
     problems = check_eval_results(text)
     assert problems and problems[0].startswith(problem), problems
 

@@ -3,7 +3,7 @@
 The bootstrap clusters follow how the test split was built (docs/reward_metrics.md, "Clusters").
 
 On a copy named exactly like the real split (``tests/helpers/real_pattern_copy.py``): a RoboArena session (one
-uuid: its rollouts and both camera views) is one cluster, an OXE episode (its original under any copy suffix, its
+uuid: its rollouts and both camera views) is one cluster, an OXE episode (its original under any duplicate suffix, its
 relabels, its clips) is one cluster. The rows come from the copy as a run records them (the rows module's keys in
 the instance record), and the counts are the report's own (``analyse`` -> ``SubsetSummary.num_clusters``).
 Suites written before the record held the cluster key get it from the row's file name.
@@ -27,8 +27,8 @@ def suite_of(root: Path, with_cluster_field: bool = True) -> SuiteRows:
                                 source_file=rollout.row.file_name)
         digest = hashlib.sha256(Path(rollout.video_path).read_bytes()).hexdigest()
         rows.append(InstanceRow(f"rr-{rollout.row.line}", rollout.row.subset, rollout.robot, rollout.kind,
-                                rollout.episode, digest, float(rollout.row.reward), 3.0,
-                                abs(3.0 - rollout.row.reward), False, False, rollout.row.task,
+                                rollout.episode, digest, float(rollout.row.gold_score), 3.0,
+                                abs(3.0 - rollout.row.gold_score), False, False, rollout.row.task,
                                 cluster=cluster_of_record(record, rollout.row.subset)))
     return SuiteRows("clusters", [ModelRows("baseline/constant-3", "Constant 3", rows, {})])
 

@@ -2,9 +2,9 @@
 
 Copies of the shared demo suite (tests/helpers/suite.py), damaged by hand: a run whose run_spec.json names another
 model than its folder (the leaderboard files it under the recorded model), and a run the leaderboard counts whose
-stats.json is cut or whose per_instance_stats.json is gone (the report used to leave it out with a warning and
-print another mean: 1.284 over 2 subsets against the leaderboard's 1.289 over 3). Both stop the report before it
-writes anything, as a deleted run folder does.
+stats.json is cut or whose per_instance_stats.json is gone (leaving it out with a warning would print another
+mean: 1.284 over 2 subsets against the leaderboard's 1.289 over 3). Both stop the report before it writes anything,
+as a deleted run folder does.
 """
 
 import json
@@ -49,7 +49,7 @@ def test_a_run_whose_run_spec_names_another_model_is_refused(copy_suite: Callabl
     assert not (tmp_path / "r").exists()
 
 
-def test_a_run_named_by_its_deployment_or_routed_to_a_twin_is_not_a_mismatch() -> None:
+def test_a_run_named_by_its_deployment_or_routed_to_an_option_deployment_is_not_a_mismatch() -> None:
     from helm_roboreward.helm_frontend.run_rows import model_mismatch
 
     assert model_mismatch("roboreward:subset=a,model=vllm_roboreward-8b", "teetone/roboreward-8b",
@@ -59,7 +59,7 @@ def test_a_run_named_by_its_deployment_or_routed_to_a_twin_is_not_a_mismatch() -
     assert model_mismatch("roboreward:subset=a,data=sample", "baseline/constant-3", None) is None
     assert model_mismatch("roboreward:subset=a,decoding=greedy,model=teetone_roboreward-8b,"
                           "model_deployment=vllm_roboreward-8b", "teetone/roboreward-8b",
-                          "vllm/roboreward-8b-greedy") is None  # routed to a twin of the deployment named
+                          "vllm/roboreward-8b-greedy") is None  # routed to an option deployment of the deployment named
     assert model_mismatch("roboreward:subset=a,model=acme_x", "acme/y", "acme/y") == \
         "its name says model=acme_x but its run_spec.json records the model acme/y"
 

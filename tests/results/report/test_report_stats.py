@@ -145,8 +145,8 @@ def test_a_subsets_draws_do_not_depend_on_the_other_subsets():
 
 def test_identical_models_differ_by_exactly_zero():
     samples, _ = simulated_dataset(np.random.default_rng(5))
-    twins = [SubsetSample(s.name, s.clusters, np.hstack([s.errors, s.errors])) for s in samples]
-    difference = bootstrap_paired_differences(twins, [(0, 1)], 2000, 0, 0.95)[0]
+    doubled = [SubsetSample(s.name, s.clusters, np.hstack([s.errors, s.errors])) for s in samples]
+    difference = bootstrap_paired_differences(doubled, [(0, 1)], 2000, 0, 0.95)[0]
     assert difference.interval == Interval(0.0, 0.0, 0.0)
     assert not difference.interval.excludes_zero
     assert difference.num_rows == sum(len(s.clusters) for s in samples) and difference.num_subsets == 3
@@ -184,8 +184,8 @@ def test_failure_modes_by_hand():
             row("f", 3, 0, failed=True), row("g", 4, 4.5)]
     modes = failure_modes(rows)
     assert (modes.rows, modes.failed_requests, modes.answered, modes.invalid_outputs) == (7, 1, 6, 1)
-    assert (modes.exact_matches, modes.false_successes, modes.answered_gold_below_max) == (2, 1, 3)
-    assert (modes.missed_successes, modes.answered_gold_max) == (2, 3)
+    assert (modes.exact_matches, modes.false_successes, modes.answered_gold_score_below_max) == (2, 1, 3)
+    assert (modes.missed_successes, modes.answered_gold_score_max) == (2, 3)
     assert modes.signed_bias == pytest.approx((0 - 2 + 3 + 0 + 0.5) / 5)
 
 
@@ -235,7 +235,7 @@ def test_a_failed_row_the_run_left_out_leaves_every_reward_model_statistic():
     charged = InstanceRow("c", "s", "robot", "clip", "c", "", 5, None, 4.0, False, True)  # failed=max_error
     official = summarize_model(ModelRows("m", "M", answered + [charged], {}), PARSED, 50, 0, 0.95)
     assert official is not None and official.values["success_recall"] == 0.5
-    with_expected = [InstanceRow(r.instance_id, r.subset, r.robot, r.kind, r.episode, r.video_sha256, r.gold,
+    with_expected = [InstanceRow(r.instance_id, r.subset, r.robot, r.kind, r.episode, r.video_sha256, r.gold_score,
                                  r.predicted, r.abs_error, r.invalid_output, r.failed_request, expected=r.predicted,
                                  success_probability=1.0 if r.predicted == 5 else 0.0) for r in answered]
     calibration = summarize_calibration(ModelRows("m", "M", with_expected + [row("c", 5, 0, failed=True)], {}))

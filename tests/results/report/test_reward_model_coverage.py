@@ -43,8 +43,8 @@ MIN_COVERED = 17
 
 
 def large_copy_rows() -> list[CopyRow]:
-    """RoboArena sessions of 2-3 rollouts with different labels (two views each); OXE episodes with an original,
-    1-2 clips and 1-2 relabels, originals with and without a copy suffix."""
+    """RoboArena sessions of 2-3 rollouts with different gold scores (two views each); OXE episodes with an original,
+    1-2 clips and 1-2 relabels, originals with and without a duplicate suffix."""
     sessions = tuple(Session(f"arena task {number}", tuple(
         ("ABCDEFG"[rollout], 1 + (number + 2 * rollout) % 5) for rollout in range(2 + number % 2)))
         for number in range(CLUSTERS))
@@ -66,8 +66,8 @@ def answered_at_random(copy_rows: list[CopyRow], seed: int) -> ModelRows:
         row = MetadataRow(line, copy_row.file_name, copy_row.task, copy_row.reward)
         rows.append(InstanceRow(
             f"rr-{line}", row.subset, subset_info(row.subset).robot, infer_kind(row), episode_key(row),
-            hashlib.sha256(copy_row.video.encode()).hexdigest(), float(row.reward), float(answer),
-            abs(float(answer) - row.reward), False, False, row.task))
+            hashlib.sha256(copy_row.video.encode()).hexdigest(), float(row.gold_score), float(answer),
+            abs(float(answer) - row.gold_score), False, False, row.task))
     return ModelRows("baseline/uniform-random", "Uniform random", rows, {})
 
 
