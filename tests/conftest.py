@@ -173,7 +173,7 @@ def tiny_qwen3vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_qwen3vl_moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Its mixture-of-experts twin (``Qwen3VLMoeForConditionalGeneration``)."""
+    """Its mixture-of-experts counterpart (``Qwen3VLMoeForConditionalGeneration``)."""
     from tests.helpers.tiny_qwen3vl import build_tiny_qwen3vl
 
     return build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl-moe", moe=True)
