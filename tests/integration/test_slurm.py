@@ -241,18 +241,20 @@ def test_slurm_part_stays_fast(runs: Runs) -> None:
 # A worker job runs `python -m helm.benchmark.slurm_runner`, which registers HELM's configuration and the
 # --local-path YAML but never loads plugins (helm-run's load_entry_point_plugins). What the plugin registers in
 # code, the option deployments (`<deployment>-greedy`, `google/<model>-one-message`), reaches the job only because
-# the scenario module registers it on import; without that (measured on the local cluster) a `decoding=greedy` run
-# fails with ModelDeploymentNotFoundError and a `layout=one_message` Gemini run goes through HELM's generic Google
-# deployment generator. These tests run the worker's own setup without Slurm.
+# the scenario registers it when it is created (run_one creates it before any client); without that (measured on
+# the local cluster) a `decoding=greedy` run fails with ModelDeploymentNotFoundError and a `layout=one_message`
+# Gemini run goes through HELM's generic Google deployment generator. These tests run the worker's own setup
+# without Slurm.
 
 WORKER_PROBE = r"""
 import json, sys
 from helm.benchmark.config_registry import register_builtin_configs_from_helm_package, register_configs_from_directory
-from helm.common.object_spec import get_class_by_name
 from helm.benchmark.model_deployment_registry import get_model_deployment
 register_builtin_configs_from_helm_package()   # what helm.benchmark.slurm_runner.main does, in this order
 register_configs_from_directory(sys.argv[1])
-get_class_by_name("helm_roboreward.helm_frontend.scenario.RoboRewardScenario")   # run_one creates the scenario first
+from helm.benchmark.scenarios.scenario import ScenarioSpec, create_scenario
+create_scenario(ScenarioSpec(class_name="helm_roboreward.helm_frontend.scenario.RoboRewardScenario",
+                             args={"subset": "sim_kuka", "data": "sample"}))   # run_one creates the scenario first
 names = ["google/gemini-2.5-pro-one-message", "vllm/qwen3-vl-8b-instruct-greedy", "baseline/constant-3"]
 found = {}
 for name in names:
