@@ -16,7 +16,6 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import Instance
 from helm.common.hierarchical_logger import hwarn
 
-from helm_roboreward.helm_frontend import expected_scores
 from helm_roboreward.protocol import rules as protocol
 from helm_roboreward.protocol.instance_record import InstanceRecord
 from helm_roboreward.protocol.stat_catalogue import (
@@ -97,6 +96,7 @@ class RoboRewardMetric(Metric):
                   else protocol.score_prediction(text, gold_score))
         stats += instance_stats(scored, record, answered=text is not None)
         if self.score == protocol.EXPECTED:
+            from helm_roboreward.helm_frontend import expected_scores  # the score=expected option's statistics
 
             stats += expected_scores.instance_stats(request_state, gold_score)
         return stats
@@ -133,6 +133,7 @@ class RoboRewardMetric(Metric):
         derived += [_stat(predicted_score_gold_rows(gold_score), counts[predicted_score_gold(gold_score)])
                     for gold_score in protocol.RUBRIC_SCORES]
         if self.score == protocol.EXPECTED:
+            from helm_roboreward.helm_frontend import expected_scores
 
             derived += expected_scores.derived_stats(per_instance_stats, self.failed == protocol.SKIP,
                                                   gold_score_of)

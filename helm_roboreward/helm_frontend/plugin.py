@@ -2,6 +2,7 @@
 
 It only adds: HELM's run expanders are untouched, the package's models join none of HELM's model groups (their
 ``UNSUPPORTED_MODEL_TAG``) and never become a default deployment (tests/official/test_good_guest.py).
+:func:`load_registries` loads HELM's registries as ``helm-run`` does, for the ``roboreward`` commands.
 """
 
 import os

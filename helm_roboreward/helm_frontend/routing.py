@@ -87,7 +87,6 @@ def choose_video_mode(requested: str, model: str, client_class: str, deployment:
         return FRAMES
     if requested == NATIVE:
         if not client_sends_video(client_class):
-
             raise video_not_sendable(deployment, client_class)
         return NATIVE
     if requested != AUTO:
@@ -154,7 +153,6 @@ def _deployment(name: str) -> deployments.ModelDeployment:
     try:
         return deployments.get_model_deployment(name)
     except deployments.ModelDeploymentNotFoundError:
-
         raise deployment_not_registered(name) from None
 
 
@@ -163,7 +161,6 @@ def check_distinct_run_name(model: str) -> None:
     written = model.replace("/", "_")
     same = [name for name in MODEL_NAME_TO_MODEL_METADATA if name != model and name.replace("/", "_") == written]
     if same:
-
         raise run_name_clash(model, same[0])
 
 
@@ -171,7 +168,6 @@ def _check_one_model(request: RoutingRequest, model: str) -> None:
     """Refuse a second model for one entry: a second model expander, or a HELM model group (``model=vlm``)."""
     first = _FIRST_MODEL_OF_ENTRY.setdefault(request.entry, model)
     if (request.model and request.model != model) or first != model:
-
         raise refusals.second_model(request.model, model) if request.model else refusals.model_group(first, model)
 
 
@@ -189,12 +185,10 @@ def route(spec: RunSpec, request: RoutingRequest) -> dict[str, Any]:
                          "one with `roboreward add-model`")
     routed_deployment = _deployment(chosen).name
     if request.deployment_options():
-
         routed_deployment = deployment_serving(routed_deployment, request.deployment_options())
     client = _deployment(routed_deployment).client_spec
     declared = sorted(set(client.args) & set(protocol.DECLARED_LIMIT_ARGS))
     if declared and client.class_name != protocol.OPENAI_VIDEO_CLIENT:
-
         raise undeclarable_limits(routed_deployment, declared, client.class_name, protocol.OPENAI_VIDEO_CLIENT)
     if first and request.score == protocol.EXPECTED and client.class_name not in LOGPROBS_CLIENTS:
         hlog(f"RoboReward: score=expected for {routed_deployment}: its client "
@@ -202,7 +196,6 @@ def route(spec: RunSpec, request: RoutingRequest) -> dict[str, Any]:
              "expected_score_coverage 0, and the reward-model statistics use the parsed score")
     mode = choose_video_mode(request.video, model, client.class_name, routed_deployment)
     if first and request.video == AUTO and mode == FRAMES and model_takes_video(model):
-
         hwarn(frames_not_video(model, routed_deployment, client.class_name))
     if first and needs_reasoning_allowance(model):
         max_tokens += protocol.REASONING_TOKEN_ALLOWANCE

@@ -45,7 +45,6 @@ def _number(name: str, value: str | int | float, kind: type) -> Any:
 def _check_subset(subset: str, data: str) -> None:
     """A subset id is a folder name under ``test/``: anything else would move the run folder (its name holds it)."""
     if subset in ("", ".", "..") or any(character in subset for character in "/\\\x00"):
-
         raise not_a_subset_id(subset)
     if subset == "all" or data not in ("hf", "sample"):
         return  # a local copy may hold other subsets; the scenario checks them against its metadata
@@ -91,7 +90,6 @@ def get_roboreward_spec(
 ) -> RunSpec:
     """RoboRewardBench: progress score 1..5 for a robot rollout video; mean absolute error per subset."""
     if unknown:
-
         raise unknown_arguments(list(unknown))
     subset, data, revision, video, failed = str(subset), str(data), str(revision), str(video), str(failed)
     layout, decoding, score = str(layout), str(decoding), str(score)
@@ -99,7 +97,6 @@ def get_roboreward_spec(
                                  ("score", score, protocol.SCORE_MODES), ("layout", layout, protocol.LAYOUTS),
                                  ("decoding", decoding, protocol.DECODINGS)):
         if value not in allowed:
-
             raise not_one_of(name, value, allowed)
     if data != "hf" and revision != DATASET_REVISION:
         raise ValueError(f"roboreward: revision= applies to data=hf only; drop it for data={data}")

@@ -73,7 +73,6 @@ class RoboRewardScenario(Scenario):
             register_package_models()
             register_option_deployments()
         if video not in (FRAMES, NATIVE):
-
             raise unresolved_video(video, (FRAMES, NATIVE))
         self.subset = subset
         self.data = data
@@ -92,7 +91,6 @@ class RoboRewardScenario(Scenario):
         media_dir = recorded_path(self.media_dir or output_path)
         report = prepare_media(rollouts, media_dir, self.video == NATIVE, self.frame_options, jobs=worker_count())
         if report.failures or report.rebuilt:
-
             if report.failures:
                 raise failed_rows_error(rollouts, report, source.description)
             for line in rebuilt_summary(report):

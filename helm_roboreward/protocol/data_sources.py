@@ -1,4 +1,8 @@
-"""Where the data comes from: the hub (``data=hf``), the bundled sample or a local copy (docs/data.md)."""
+"""Where the data comes from: the hub (``data=hf``), the bundled sample or a local copy (docs/data.md).
+
+The hub download fetches the metadata and only the requested subsets' videos, with a time limit on every hub
+request (``ROBOREWARD_HUB_TIMEOUT``).
+"""
 
 import logging
 import math
@@ -56,14 +60,12 @@ def resolve_data_source(data: str, revision: str = DATASET_REVISION,
                         subsets: Sequence[str] | None = None) -> DataSource:
     """``data`` (``hf``, ``sample`` or a folder) as a local folder; ``hf`` downloads ``subsets`` (None: all)."""
     if data == HUB:
-
         return hub_source(revision, subsets)
     if data == SAMPLE:
         root, prefix = sample_root(), SAMPLE_REVISION_PREFIX
     else:
         root, prefix = os.path.abspath(os.path.expanduser(data)), LOCAL_REVISION_PREFIX
         if not os.path.isfile(metadata_path(root)):
-
             raise DataError(not_a_local_copy(data, root))
     return DataSource(data, root, prefix + file_digest(metadata_path(root))[:16], os.path.join(root, TEST_SPLIT))
 

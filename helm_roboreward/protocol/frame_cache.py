@@ -1,6 +1,8 @@
 """The frame cache (docs/media.md): an entry ``<cache>/<key[:2]>/<key>/`` holds ``NNNN.jpg`` files and a manifest.
 
-Stamps let a later check (:mod:`~helm_roboreward.protocol.frame_cache`) trust a file without re-reading it.
+Extraction writes an entry (the manifest last: it marks the entry complete); an existing entry is used only once
+verified (manifest, stamps, digests, containment), and a folder a killed writer left is tidied first. Stamps let a
+later check trust a file without re-reading it.
 """
 
 import dataclasses
@@ -266,7 +268,6 @@ def _contents_problem(directory: str, files: list[str], manifest: Manifest, vide
                 f"at {native_fps:g}")
     num_frames = int(manifest["num_frames"])
     if num_frames < probed:  # the stream ended early: count again what decodes
-
         if count_decodable_frames(video_path) != num_frames:
             return f"record {num_frames} decodable frames; the video decodes another number"
     return None
@@ -283,13 +284,11 @@ def extract_frames(video_path: str, cache_dir: str, options: FrameOptions, video
     try:
         existed = os.path.lexists(directory) or os.path.islink(os.path.dirname(directory))
         if existed:  # a killed writer's folder, or something planted at its place
-
             tidy_entry_folder(directory)
         os.makedirs(directory, exist_ok=True)
         with av.open(video_path) as container:  # one open for the probe and the decoding
             manifest = _extract_into(video_path, container, directory, options, digest, existed)
     except OSError as error:  # first: PyAV's errors for missing or unreadable files are OSErrors too
-
         raise write_error(video_path, directory, error) from None
     except av.FFmpegError as error:
         raise VideoError(f"{video_path}: cannot be read as a video ({error})") from None
@@ -314,13 +313,11 @@ def _extract_into(video_path: str, container: "av.container.InputContainer", dir
     written = write_selected(container, directory, probe, indices, options)
     num_frames, tidy = probe.num_frames, existed
     if len(written) < len(set(indices)):  # the stream ended before a wanted frame
-
         (written, num_frames), tidy = reselect(video_path, container, directory, probe, written, options), True
     if not written:
         raise VideoError(f"{video_path}: no frame could be decoded")
     files = [name for _, name, _ in written]
     if tidy:
-
         remove_unlisted_frames(directory, files)
     with Image.open(os.path.join(directory, files[0])) as first:  # reads the header only
         stored_width, stored_height = first.size

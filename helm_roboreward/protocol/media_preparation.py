@@ -1,4 +1,8 @@
-"""Rollouts to the media requests carry: JPEG frames or native mp4s, named by content (not by the file name)."""
+"""Rollouts to the media requests carry: JPEG frames or native mp4s, named by content (not by the file name).
+
+Every distinct video is prepared once, in worker processes for runs with many videos; a failed or rebuilt video is
+reported in lines that name its rows.
+"""
 
 import multiprocessing
 import os
@@ -65,7 +69,6 @@ def prepare_one(video_path: str, media_dir: str, native: bool, options: FrameOpt
     """Produce one video's media (in worker processes too); hashes the video unless ``digest`` is given."""
     digest = digest or file_digest(video_path)
     if native:
-
         return prepared_native_mp4(video_path, digest, media_dir, full_check)
     return extract_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
 
@@ -74,7 +77,6 @@ def cached_media(video_path: str, media_dir: str, native: bool, options: FrameOp
                  full_check: bool) -> tuple[PreparedMedia | None, str | None]:
     """The verified cached media of one video, or None and why an existing entry is not trusted."""
     if native:
-
         return cached_native_mp4(video_path, digest, media_dir, full_check)
     return cached_frames(video_path, os.path.join(media_dir, FRAMES_FOLDER), options, digest, full_check)
 
@@ -122,7 +124,6 @@ def prepare_media(rollouts: Sequence[Rollout], media_dir: str, native: bool, opt
     calls = [(prepare_one, paths[0], media_dir, native, options, digest, full_check) for digest, paths in misses]
     report.workers = min(jobs, len(misses) // VIDEOS_PER_WORKER)
     if report.workers > 1:
-
         outcomes: Iterator[PreparedMedia | Failure] = in_workers(_attempt, calls, report.workers)
     else:
         report.workers, outcomes = 0, (_attempt(*call) for call in calls)
@@ -151,7 +152,6 @@ def _check_writable(media_dir: str) -> None:
         write_atomically(probe, b"")
         os.unlink(probe)
     except OSError as error:
-
         raise unwritable_folder(media_dir, error) from None
 
 

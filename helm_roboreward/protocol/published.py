@@ -1,10 +1,13 @@
 """The published RoboRewardBench leaderboard: which models it ranks and their macro MAE (docs/protocol.md, section 8).
 
+Also the published test split's counts (for ``roboreward audit``) and the models their providers retired, with
+their successors.
+
 Source: the benchmark's leaderboard (HELM project ``robo-reward-bench``, release v0.0.1,
 https://crfm.stanford.edu/helm/robo-reward-bench/v0.0.1/#/leaderboard), read 2026-11-12. Names are HELM model
 names (this package registers the ones HELM 0.5.16 does not ship). ``roboreward models --group leaderboard
---names`` prints these models for HELM's ``--models-to-run`` (minus retired ones, see
-:mod:`helm_roboreward.helm_frontend.model_registry`); ``run_specs/roboreward.conf`` lists them per subset.
+--names`` prints these models for HELM's ``--models-to-run`` (minus retired ones, below);
+``run_specs/roboreward.conf`` lists them per subset.
 """
 
 import datetime

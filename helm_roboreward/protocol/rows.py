@@ -1,4 +1,8 @@
-"""Benchmark rows from ``<root>/test/metadata.jsonl``, validated (docs/data.md), with kind, episode and cluster."""
+"""Benchmark rows from ``<root>/test/metadata.jsonl``, validated (docs/data.md), with kind, episode and cluster.
+
+Plain metadata is read fast; anything else goes through the full rules, and each problem says where it is and
+how to fix it. Clusters (rows sharing a name key or identical video bytes) serve the audit and the bootstrap.
+"""
 
 import hashlib
 import json
@@ -131,14 +135,12 @@ def read_metadata(path: str, check_clip_name_scores: bool = True) -> list[Metada
         with open(path, "rb") as handle:
             raw = handle.read()
     except (OSError, ValueError) as error:  # ValueError: a NUL in the path
-
         raise DataError(unreadable_metadata(path, error)) from None
     key, digest = (path, check_clip_name_scores), hashlib.sha256(raw).digest()
     if key in _VALIDATED and _VALIDATED[key][0] == digest:  # one helm-run reads it once per subset entry
         return list(_VALIDATED[key][1])
     rows = _plain_rows(raw, check_clip_name_scores)
     if rows is None:  # not plain, maybe invalid: the full rules decide, and list every problem
-
         rows = checked_rows(path, raw, check_clip_name_scores)
     _VALIDATED[key] = (digest, tuple(rows))
     return rows
@@ -170,7 +172,6 @@ def select_rows(rows: Sequence[MetadataRow], subsets: Sequence[str] | None, sour
         return list(rows)
     wanted = set(subsets)
     if not wanted <= {row.subset for row in rows}:
-
         raise DataError(missing_subsets(rows, subsets, source))
     return [row for row in rows if row.subset in wanted]
 
@@ -180,7 +181,6 @@ def locate_video(split_dir: str, row: MetadataRow, trusted_root: str | None = No
     real = os.path.realpath(os.path.join(split_dir, *row.file_name.split("/")))
     root = os.path.realpath(trusted_root or split_dir)
     if os.path.commonpath([real, root]) != root or not os.path.isfile(real) or os.path.getsize(real) == 0:
-
         raise DataError(video_problem(split_dir, row, root))
     return real
 
@@ -207,7 +207,6 @@ def load_rollouts(root: str, subsets: Sequence[str] | None, source: str,
     """Like :func:`collect_rollouts`, but any missing or unusable video is a :class:`DataError`."""
     rollouts, problems = collect_rollouts(root, subsets, source, trusted_root)
     if problems:
-
         raise DataError(listing(f"{len(problems)} video problem(s) in {source}:", problems))
     return rollouts
 

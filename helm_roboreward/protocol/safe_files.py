@@ -1,4 +1,8 @@
-"""Writing files safely: the one file digest and atomic writes (why and how: docs/data.md)."""
+"""Files written and read safely: the one file digest and atomic writes (why and how: docs/data.md).
+
+Also file modes, reflink copies, JSON records read back, and paths a command reads or writes kept inside the
+folder it was given.
+"""
 
 import contextlib
 import fcntl

@@ -2,6 +2,7 @@
 
 Pure functions, no I/O, no HELM. Reads a completion's ``finish_reason["score_token_logprobs"]`` at the token of the
 number the official parse rule reads; the record and the rule: docs/clients.md, "The score_token_logprobs record".
+Also the calibration of a success probability P(5): reliability bins, expected calibration error, Brier score.
 """
 
 import math

@@ -1,4 +1,7 @@
-"""The names of the metric's per-group stats, which the metric writes and every reader looks up."""
+"""The stats catalogue: every stat the metric reports, named, titled, described and directed once.
+
+Also the names of the metric's per-group stats, which the metric writes and every reader looks up.
+"""
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

@@ -1,4 +1,8 @@
-"""Decoding only a video's selected frames with PyAV, converted as the official OpenCV path does (docs/media.md)."""
+"""Reading videos with PyAV: the demux probe, only the selected frames, converted as the official OpenCV path does.
+
+Also what a stream that ends early decodes, and the errors of a media folder that cannot take the files
+(docs/media.md). ``PreparedMedia`` is the one record of a video's media, frames or a native mp4.
+"""
 
 import bisect
 import errno

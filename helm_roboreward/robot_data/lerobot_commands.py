@@ -86,7 +86,6 @@ def _source(args: argparse.Namespace) -> tuple[str, dict[str, str], EnsureFiles 
     if bool(args.source) == bool(args.repo_id):
         raise ValueError("give either SRC (a local LeRobot dataset folder) or --repo-id ORG/NAME")
     if args.repo_id:
-
         hub = fetch_hub_dataset(args.repo_id, args.revision)
         return hub.root, hub.source, hub.ensure
     root = os.path.abspath(args.source)

@@ -1,4 +1,8 @@
-"""What the package's clients share: the prompt's parts, the answer apart from its reasoning, HELM's results."""
+"""What the package's clients share: the prompt's parts, the answer apart from its reasoning, HELM's results.
+
+Also whether a chat-completions reply can become completions, and if not, why (every reply of the vLLM client,
+cached ones too), and why a request failed, in words.
+"""
 
 import json
 from typing import Any

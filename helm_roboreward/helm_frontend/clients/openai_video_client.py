@@ -65,7 +65,6 @@ class OpenAIVideoClient(CachingClient):
                              "client_spec args")
         self.limits: Any = None  # the RequestLimits the deployment declares (a declared_limits.DeclaredLimits), if any
         if (max_images_per_prompt, max_videos_per_prompt, max_request_bytes) != (None, None, None):
-
             self.limits = DeclaredLimits.of(max_images_per_prompt, max_videos_per_prompt, max_request_bytes,
                                             video_by_url=video_transport == FILE_URL)
         self.client = shared_openai_client(base_url, api_key or "EMPTY", max_retries, timeout_seconds,
@@ -82,7 +81,6 @@ class OpenAIVideoClient(CachingClient):
             return lambda: part, part
         location, field = str(media.location), f"{kind}_url"
         if kind == "video" and self.video_transport == FILE_URL:
-
             return file_url_part(location)
         with open(location, "rb") as handle:
             data = handle.read()
@@ -133,7 +131,6 @@ class OpenAIVideoClient(CachingClient):
             raw = self.client.chat.completions.with_raw_response.create(**make_body())
             response = decode_reply(raw.headers.get("content-type", ""), raw.text)
             if any(choice.get("logprobs") for choice in response["choices"]):
-
                 trim_alternatives(response)  # only digit tokens keep their alternatives in the cache
             fresh[:] = completions_of(response, self.top_logprobs > 0)  # raises before the cache writes it
             return response
@@ -143,7 +140,6 @@ class OpenAIVideoClient(CachingClient):
             completions = completions_of(response, self.top_logprobs > 0) if cached else fresh
             return common.succeeded(response, cached, completions)
         except (common.UnusableReplyError, openai.APIError) as error:
-
             return common.failed_request(request_failure(error, self.client.max_retries))
 
 
@@ -171,7 +167,6 @@ def completion_from_choice(choice: dict[str, Any], usage: dict[str, Any] | None,
     if usage:  # HELM's RequestResult has no usage field; finish_reason is the dict that reaches the metric
         finish.update(prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
     if logprobs_requested:
-
         record_choice_logprobs(finish, choice)
     return common.completion(message.get("content") or "", finish, [],
                              message.get("reasoning_content") or message.get("reasoning"))

@@ -76,10 +76,8 @@ class TransformersQwen3VLClient(CachingClient):
         where = f"checkpoint {self.checkpoint!r}" + (f" (revision {revision})" if revision else "")
         self.checkpoint_files: dict[str, Any] | None = None  # a local checkpoint's files, as the cache key holds them
         with _LOCK:
-
             self.video_decoder, self.video_decoder_version = check_environment(video_decoder, self.device_map)
             if self.local:
-
                 self.checkpoint_files = checked_fingerprint(self.checkpoint, where)
             from transformers import AutoConfig
 
@@ -165,7 +163,6 @@ class TransformersQwen3VLClient(CachingClient):
             response, cached = self.cache.get(cache_key, wrap_request_time(
                 lambda: self._generate(messages, request, digest)))
         except (RuntimeError, ValueError, TypeError, OSError) as error:
-
             return failed_generation(error, self.checkpoint, messages)
         return succeeded(response, cached, [completion_from(generated, response) for generated in
                                             response["completions"]])
@@ -221,7 +218,6 @@ class TransformersQwen3VLClient(CachingClient):
             "reason": "stop" if (ids and ids[-1] in eos_ids) or len(ids) < max_new_tokens else "length",
             "seed": seed if sampling else None}
         if self.top_logprobs:
-
             result["token_logprobs"] = digit_token_logprobs(tokenizer, ids, text, output.logits, self.top_logprobs,
                                                             DECODE)
         return result
@@ -234,7 +230,6 @@ def completion_from(generated: dict[str, Any], response: dict[str, Any]) -> Gene
               **response.get("provenance", {})}
     output = completion(generated["text"], finish, [Token(text=piece, logprob=0.0) for piece in generated["tokens"]])
     if "token_logprobs" in generated:
-
         record_generated_logprobs(finish, generated, output.text)  # into the completion's finish_reason
     return output
 

@@ -4,9 +4,9 @@ For each model whose rows carry an expected score and P(5) (:class:`~helm_robore
 run_rows.InstanceRow`): how many rows have one, the expected score's MAE next to the parsed score's MAE on the
 same rows (each a mean over the rows of a subset, then the unweighted mean over subsets, as the leaderboard's
 MAE), and for P(5) against "the gold score is 5", pooled over the model's rows: the Brier score, the expected
-calibration error and the reliability bins (:mod:`..protocol.score_probabilities`). Rows without a distribution
-(failed, unparseable, no 1..5 alternative) are left out of all of these and counted in ``rows - with_distribution``;
-failed requests a ``failed=skip`` run left out are not rows at all.
+calibration error and the reliability bins (:mod:`~helm_roboreward.protocol.score_probabilities`). Rows without a
+distribution (failed, unparseable, no 1..5 alternative) are left out of all of these and counted in ``rows -
+with_distribution``; failed requests a ``failed=skip`` run left out are not rows at all.
 """
 
 from collections import defaultdict

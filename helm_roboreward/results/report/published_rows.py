@@ -3,8 +3,8 @@
 The 25 published macro MAEs and RoboReward 8B's published per-subset MAEs (:mod:`helm_roboreward.protocol.published`)
 are on the public test split. They are shown only when every run the report uses read it: the scenario's ``data``
 argument is ``hf`` (the default) and no instance records a sample's or a local copy's revision
-(``sample-<digest>`` / ``local-<digest>``, :mod:`..protocol.data_sources`). On the bundled sample or a local
-copy they are left out, with one line saying why. A model is placed among them ("would rank k") only when its mean
+(``sample-<digest>`` / ``local-<digest>``, :mod:`~helm_roboreward.protocol.data_sources`). On the bundled sample or a
+local copy they are left out, with one line saying why. A model is placed among them ("would rank k") only when its mean
 covers all 23 official subsets, as the published means do; ``roboreward report --no-published`` leaves them out.
 """
 

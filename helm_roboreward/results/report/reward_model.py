@@ -1,7 +1,7 @@
 """The report's reward-model statistics with clustered bootstrap intervals (docs/reward_metrics.md).
 
-The statistics are :mod:`..protocol.reward_statistics`'s, per subset and macro over subsets. Intervals come
-from the same clustered bootstrap as the macro MAE (:mod:`helm_roboreward.results.report.bootstrap`):
+The statistics are :mod:`~helm_roboreward.protocol.reward_statistics`'s, per subset and macro over subsets. Intervals
+come from the same clustered bootstrap as the macro MAE (:mod:`helm_roboreward.results.report.bootstrap`):
 within a subset, rows sharing an episode key or a video are one cluster (union-find), and so are the two rows
 of every same-task preference pair, so a pair never straddles two resampled units; a cluster is drawn as a
 whole, each subset's draws seeded by (seed, subset) as for the MAE. A replicate recomputes every statistic from
