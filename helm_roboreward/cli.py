@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from helm_roboreward.model_tools.cost_estimate import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
+from helm_roboreward.model_tools.token_costs import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
 from helm_roboreward.protocol.data_sources import resolve_data_source
 from helm_roboreward.protocol.media_preparation import failures_by_row, prepare_media, rebuilt_summary
 from helm_roboreward.protocol.rows import DataError, collect_rollouts, load_rollouts

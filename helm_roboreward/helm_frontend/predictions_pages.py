@@ -339,8 +339,3 @@ def run_pages(runs: Sequence[Run], schema: Schema, skip_completed: bool, workers
                 yield next(forked) if fits(run.run_spec) else _page_outcome(pages, run, skip_completed)
     finally:
         _FORKED = None
-
-
-"""HELM's frontend shows media only under a ``benchmark_output/`` folder of the served output."""
-
-

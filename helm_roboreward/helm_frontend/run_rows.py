@@ -599,6 +599,7 @@ def media_objects(state: object) -> Iterator[tuple[str, str]]:
 
 
 MARKER = "benchmark_output/"
+"""HELM's frontend shows media only under a ``benchmark_output/`` folder of the served output."""
 
 
 def viewer_relative_path(location: str) -> str:

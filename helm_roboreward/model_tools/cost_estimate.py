@@ -24,11 +24,6 @@ from helm_roboreward.model_tools.prices import Price
 from helm_roboreward.protocol.request_limits import PlannedRequest, deployment_limits, limit_problems, limit_report
 from helm_roboreward.protocol.rules import DATASET_REVISION, FrameOptions, exact_number
 
-DEFAULT_OUTPUT_TOKENS = 200
-"""Assumed output tokens per request of a non-reasoning model ("ANSWER: n" plus a short rationale)."""
-DEFAULT_REASONING_OUTPUT_TOKENS = 2000
-"""Assumed output tokens per request of a reasoning model (OpenAI, Gemini: reasoning is billed as output)."""
-
 COLUMNS = ("model", "subset", "rows", "media", "frames", "media_bytes", "media_tokens", "text_tokens",
            "input_tokens", "output_tokens", "over_limits", "cost_usd")
 NUMERIC_COLUMNS = COLUMNS[2:3] + COLUMNS[4:]

@@ -146,3 +146,9 @@ def qwen3vl_video_tokens(total_frames: int, native_fps: float, height: int, widt
 def text_tokens(text: str) -> int:
     """Approximate text tokens: characters / 4, rounded up."""
     return math.ceil(len(text) / CHARACTERS_PER_TOKEN)
+
+
+DEFAULT_OUTPUT_TOKENS = 200
+"""Assumed output tokens per request of a non-reasoning model ("ANSWER: n" plus a short rationale)."""
+DEFAULT_REASONING_OUTPUT_TOKENS = 2000
+"""Assumed output tokens per request of a reasoning model (OpenAI, Gemini: reasoning is billed as output)."""
