@@ -19,10 +19,11 @@ FFmpeg's shared libraries), counted per component, go to the file ``$ROBOREWARD_
 
 And two settings made when this file loads, before any test runs, inherited by every process a test starts:
 
-- the normal time-sharing scheduler (:func:`leave_real_time_scheduling`): started under a real-time policy
-  (``SCHED_FIFO`` / ``SCHED_RR``, e.g. by a launcher's ``chrt``), two threads that busy-wait (an exiting thread
-  pool's threads, a process reaping its children) keep both cores of a 2-core machine and never let run the thread
-  they wait for; the worker then hangs for good and starves everything else, pytest-timeout's watchdog included;
+- the normal time-sharing scheduler (:func:`leave_real_time_scheduling`, also before each test): under a real-time
+  policy (``SCHED_FIFO`` / ``SCHED_RR``, set by a launcher, or on a worker mid-run as seen here), two threads that
+  busy-wait (an exiting thread pool's threads, a process reaping its children) keep both cores of a 2-core machine
+  and never let run the thread they wait for; the worker then hangs for good and starves everything else,
+  pytest-timeout's watchdog included;
 - every thread pool of native code capped at one thread (:data:`ONE_THREAD`): two pytest-xdist workers, the HELM
   subprocesses they start and each process's OpenMP team otherwise ask for several times the cores of a 2-core
   machine, and OpenMP's threads wait for one another at every parallel region. Results do not depend on it: the
@@ -62,6 +63,11 @@ def leave_real_time_scheduling() -> None:
 
 
 leave_real_time_scheduling()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Leave a real-time policy again before each test: it was seen set on a worker mid-run, not only at its start."""
+    leave_real_time_scheduling()
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "TOKENIZERS_PARALLELISM": "false"}
