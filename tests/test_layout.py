@@ -12,6 +12,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -164,3 +165,17 @@ def test_helm_free_packages_import_no_helm() -> None:
 @pytest.mark.parametrize("module", ["helm_roboreward.helm_frontend.metrics", "helm_roboreward.helm_frontend.scenario"])
 def test_the_probe_sees_helm_where_it_is(module: str) -> None:
     assert helm_modules_after_importing(module)
+
+
+def test_the_wheel_builds_without_warnings_and_holds_the_sample(tmp_path: Path) -> None:
+    """Issue 36, B6: an install printed five setuptools "Package would be ignored" warnings (one per sample folder)."""
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert "would be ignored" not in built.stdout + built.stderr
+    (wheel,) = tmp_path.glob("helm_roboreward-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    sample = [name for name in names if name.startswith("helm_roboreward/sample/test/") and name.endswith(".mp4")]
+    assert len(sample) == len(list((ROOT / "helm_roboreward/sample/test").glob("*/*.mp4"))) > 0
+    assert "helm_roboreward/config/model_deployments.yaml" in names
+    assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
