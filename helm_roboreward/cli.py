@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_robot_data_commands(commands)  # import-lerobot, label, export-predictions (docs/own_robot_data.md)
 
     serve = commands.add_parser("serve", help="serve a model as a reward over HTTP, with the benchmark's exact "
-                                "protocol (docs/reward_api.md; pip install 'helm-roboreward[serve]')")
+                                "protocol (docs/reward_api.md; pip install '.[serve]' from a checkout)")
     add_serve_arguments(serve)
     return parser
 

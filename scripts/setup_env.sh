@@ -15,11 +15,18 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 STAMP="$VENV/.roboreward-installed"
-WANT="$(cat setup.cfg pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+# The stamp holds the hash of setup.cfg + pyproject.toml and the extras installed so far: asking for extras already
+# installed (scripts/demo's [report] after scripts/test's) reinstalls nothing; new ones are added to the old.
+HASH="$(cat setup.cfg pyproject.toml | sha256sum | cut -c1-16)"
+HAVE_HASH=""; HAVE_EXTRAS=""
+if [ -f "$STAMP" ]; then HAVE_HASH="$(cut -d' ' -f1 "$STAMP")"; HAVE_EXTRAS="$(cut -s -d' ' -f2 "$STAMP")"; fi
+if [ "$HAVE_HASH" != "$HASH" ]; then HAVE_EXTRAS=""; fi
+ALL="$(printf '%s\n' ${HAVE_EXTRAS//,/ } ${EXTRAS//,/ } | sort -u | paste -sd, -)"
+if [ "$HAVE_HASH" != "$HASH" ] || [ "$ALL" != "$HAVE_EXTRAS" ]; then
   SPEC="."
-  if [ -n "$EXTRAS" ]; then SPEC=".[$EXTRAS]"; fi
+  if [ -n "$ALL" ]; then SPEC=".[$ALL]"; fi
   echo "[setup] installing helm-roboreward $SPEC (first time: crfm-helm and torch, a few minutes)"
-  "$VENV/bin/python" -m pip install --quiet -e "$SPEC"
-  echo "$WANT" > "$STAMP"
+  # PYTHONWARNINGS: setuptools' "Editable installation" BuildBackendWarning (ten lines, nothing to act on)
+  PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip install --quiet -e "$SPEC"
+  echo "$HASH $ALL" > "$STAMP"
 fi

@@ -236,7 +236,8 @@ def completion_from(generated: dict[str, Any], response: dict[str, Any]) -> Gene
 
 AUTO, TORCHCODEC = "auto", "torchcodec"
 VIDEO_DECODERS = (AUTO, TORCHCODEC, PYAV)
-INSTALL_HINT = 'pip install "helm-roboreward[transformers]" (transformers, torchcodec, accelerate)'
+INSTALL_HINT = ('pip install ".[transformers]" from a checkout (or pip install "transformers>=4.57,<6" '
+                "torchcodec accelerate)")
 FFMPEG_HINT = "FFmpeg's shared libraries, which torchcodec loads (Debian/Ubuntu: apt-get install ffmpeg)"
 
 

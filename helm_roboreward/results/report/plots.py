@@ -15,7 +15,7 @@ from helm_roboreward.protocol.rules import RUBRIC_SCORES
 from helm_roboreward.protocol.safe_files import write_inside
 from helm_roboreward.results.report.analysis import CONFUSION_COLUMNS, ModelSummary, ReportData
 
-INSTALL_HINT = "pip install 'helm-roboreward[report]' (or pip install matplotlib)"
+INSTALL_HINT = "pip install matplotlib (from a checkout: pip install '.[report]')"
 HEATMAP_FILE = "mae_heatmap.png"
 MACRO_FILE = "macro_mae.png"
 REWARD_MODEL_PLOT = "reward_model.png"

@@ -351,7 +351,7 @@ def test_matplotlib_missing(copy: Path, tmp_path: Path, capsys: pytest.CaptureFi
                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
     assert report(copy, tmp_path / "r") == 2
-    assert "pip install 'helm-roboreward[report]'" in one_line_error(capsys)
+    assert "pip install '.[report]'" in one_line_error(capsys)
 
 
 @pytest.mark.parametrize("option", [["--confidence", "1.5"], ["--resamples", "0"], ["--seed", "-1"]])
