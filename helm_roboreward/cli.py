@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from helm_roboreward.helm_frontend.run_rows import ReportError
 from helm_roboreward.model_tools.token_costs import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
 from helm_roboreward.protocol.data_sources import resolve_data_source
 from helm_roboreward.protocol.media_preparation import failures_by_row, prepare_media, rebuilt_summary
@@ -373,8 +374,11 @@ def _files(args: argparse.Namespace) -> int:
 
 
 def _export_media(args: argparse.Namespace) -> int:
-
-    copied, size, problems = export_media(args.output_path, args.suite, args.export_path)
+    try:
+        copied, size, problems = export_media(args.output_path, args.suite, args.export_path)
+    except ReportError as error:  # --suite given as a path
+        print(f"roboreward export-media: {error}", file=sys.stderr)
+        return EXIT_USAGE
     print(f"roboreward export-media: {copied} files ({size:,} bytes) copied into {args.export_path}/benchmark_output")
     for problem in problems:
         print(f"  {problem}", file=sys.stderr)

@@ -9,6 +9,7 @@ helm-summarize) or else ``scenario_state.json`` (written by helm-run).
 import hashlib
 import json
 import os
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from helm_roboreward.protocol.published import IMPORT_RECORD
 from helm_roboreward.protocol.reward_statistics import ScoredRow
 from helm_roboreward.protocol.rows import cluster_of
 from helm_roboreward.protocol.rules import EXPECTED, SCENARIO_CLASS, subset_info
-from helm_roboreward.protocol.safe_files import is_inside
+from helm_roboreward.protocol.safe_files import file_digest, is_inside
 from helm_roboreward.protocol.stat_catalogue import subset_mae
 
 UNKNOWN_SUBSET = "unknown"
@@ -87,6 +88,9 @@ class RunData:
     finished: float = field(default=0.0, compare=False, repr=False)
     """``stats.json``'s modification time."""
 
+    files_sha256: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """File name -> SHA-256 of the run files the numbers rest on (:data:`HASHED_FILES`, those present)."""
+
 
 @dataclass(frozen=True)
 class Run:
@@ -126,6 +130,20 @@ class ModelRows:
     run_of_subset: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Superseded:
+    """A run whose rows no number uses: a later run of the same row and settings covers its subsets."""
+
+    run: str
+    by: str
+    """The run used instead (the latest)."""
+
+    row: str
+    """The leaderboard row (:attr:`ModelRows.model`)."""
+
+    subsets: tuple[str, ...]
+
+
 @dataclass
 class SuiteRows:
     """What the report is computed from."""
@@ -149,9 +167,23 @@ class SuiteRows:
     left out (:func:`~helm_roboreward.results.report.coverage.check_leaderboard_coverage` stops when the
     leaderboard counts one)."""
 
+    superseded: list[Superseded] = field(default_factory=list)
+    """Every run a later run of the same row and settings replaces, and for which subsets."""
+
 
 class _UnusableRunError(Exception):
     """A run that cannot be read; the message says why."""
+
+
+class _DisagreeingFilesError(Exception):
+    """A run whose files disagree with one another; the message names the file (:class:`RunFilesError`)."""
+
+
+HASHED_FILES = ("per_instance_stats.json", "run_spec.json", "scenario_state.json", "stats.json")
+"""The run files whose SHA-256 the manifest records."""
+
+SUITE_NAME_FIX = ("give the suite's folder name under <output-path>/runs/ (helm-run's --suite: a plain name, no "
+                  "'/', '\\' or '..'), and helm-run's -o as --output-path")
 
 
 def _listing(names: list[str]) -> str:
@@ -189,8 +221,22 @@ of 25 models parses each subset's instances once."""
 _MAX_PARSED_INSTANCES = 32
 
 
+def check_suite_name(suite: str) -> str:
+    """``suite`` when it is a plain folder name (what every command's ``--suite`` must be), else a ReportError.
+
+    A path (``../x``, ``/abs``, ``a/b``) would read runs, and write the manifest, outside ``<output-path>/runs/``.
+    """
+    plain = (suite not in ("", ".", "..") and suite == suite.strip() and not os.path.isabs(suite)
+             and not any(separator in suite for separator in ("/", "\\", os.sep))
+             and not any(unicodedata.category(character).startswith("C") for character in suite))
+    if not plain:
+        raise ReportError(f"--suite {suite!r}: {SUITE_NAME_FIX}")
+    return suite
+
+
 def suite_directory(output_path: str, suite: str) -> str:
     """The suite's runs folder; a missing one is a :class:`ReportError` that lists the suites there are."""
+    check_suite_name(suite)
     runs_dir = os.path.join(output_path, "runs")
     suite_dir = os.path.join(runs_dir, suite)
     if os.path.isdir(suite_dir):
@@ -304,6 +350,10 @@ class UnusableRunError(Exception):
     """A run whose files cannot be read; the message says why."""
 
 
+class DuplicateInstanceError(UnusableRunError):
+    """``per_instance_stats.json`` records one instance more than once (an edited or concatenated file)."""
+
+
 def instance_rows(run_dir: str, subset: str, per_instance: Any = None
                   ) -> tuple[dict[str, InstanceRow], dict[str, dict[str, Any]]]:
     """A run's rows by instance id and its instances (as JSON) by id; ``subset`` is the run spec's argument.
@@ -312,6 +362,8 @@ def instance_rows(run_dir: str, subset: str, per_instance: Any = None
 
     Raises:
         UnusableRunError: per_instance_stats.json is missing, unreadable or empty.
+        DuplicateInstanceError: It records one instance (unperturbed, one trial) twice: which one counts is
+            anyone's guess, so none does.
     """
     try:
         if per_instance is None:
@@ -323,23 +375,51 @@ def instance_rows(run_dir: str, subset: str, per_instance: Any = None
         raise UnusableRunError(str(error)) from None
     default_subset = UNKNOWN_SUBSET if subset in ("all", "") else subset
     rows: dict[str, InstanceRow] = {}
+    records: dict[tuple[str, object], int] = defaultdict(int)
     for entry in per_instance:
         if not isinstance(entry, dict) or entry.get("perturbation") is not None:
             continue
         instance_id = str(entry.get("instance_id"))
+        records[(instance_id, entry.get("train_trial_index", 0))] += 1
         if instance_id not in rows:
             means = _stat_means(entry.get("stats"))
             rows[instance_id] = _row(instance_id, means, instances.get(instance_id, {}), default_subset)
+    repeated = [f"instance {instance_id} is recorded {count} times" for (instance_id, _), count in records.items()
+                if count > 1]
+    if repeated:
+        raise DuplicateInstanceError(f"per_instance_stats.json: {_listing(repeated)} (helm-run writes one record per "
+                                     "instance: the file was edited or joined after the run)")
     return rows, instances
 
 
+def _files_sha256(run_dir: str, read: dict[str, bytes]) -> dict[str, str]:
+    """SHA-256 of the run's :data:`HASHED_FILES` (those present; ``read``: bytes already read, by name)."""
+    digests = {}
+    for name in HASHED_FILES:
+        path = os.path.join(run_dir, name)
+        if name in read:
+            digests[name] = hashlib.sha256(read[name]).hexdigest()
+        elif os.path.isfile(path) and is_inside(path, run_dir):
+            digests[name] = file_digest(path)
+    return digests
+
+
 def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
-    """One run's rows and its consistency warnings; raises :class:`_UnusableRunError`."""
+    """One run's rows and its consistency warnings.
+
+    Raises :class:`_UnusableRunError`, or :class:`_DisagreeingFilesError` when its files disagree (duplicate
+    records, a subset MAE of its rows that is not the one stats.json recorded).
+    """
     name = os.path.basename(run_dir)
-    stats = _read_json(os.path.join(run_dir, "stats.json"))
+    read = {file: _read_bytes(os.path.join(run_dir, file)) for file in ("stats.json", "per_instance_stats.json")}
+    stats = _parse(os.path.join(run_dir, "stats.json"), read["stats.json"])
+    per_instance = _parse(os.path.join(run_dir, "per_instance_stats.json"), read["per_instance_stats.json"])
     try:
         rows, instances = instance_rows(
-            run_dir, str(run_spec.get("scenario_spec", {}).get("args", {}).get("subset", UNKNOWN_SUBSET)))
+            run_dir, str(run_spec.get("scenario_spec", {}).get("args", {}).get("subset", UNKNOWN_SUBSET)),
+            per_instance)
+    except DuplicateInstanceError as error:
+        raise _DisagreeingFilesError(f"{run_dir}/{error}") from None
     except UnusableRunError as error:
         raise _UnusableRunError(str(error)) from None
     model = str(run_spec.get("adapter_spec", {}).get("model", "unknown"))
@@ -349,11 +429,14 @@ def _read_run(run_dir: str, run_spec: dict[str, Any]) -> tuple[Run, list[str]]:
     revisions = sorted({InstanceRecord.from_extra_data(item.get("extra_data")).dataset_revision
                         for item in instances.values()} - {""})
     run = Run(name, model, finished, tuple(rows.values()), _settings(str(run_spec.get("name") or name)), deployment,
-              RunData(data, tuple(revisions), run_spec, instances, tuple(rows), finished))
+              RunData(data, tuple(revisions), run_spec, instances, tuple(rows), finished,
+                      _files_sha256(run_dir, read)))
+    disagreements = _mismatches(run, _stat_means(stats))
+    if disagreements:
+        raise _DisagreeingFilesError(f"{run_dir}/per_instance_stats.json: {'; '.join(disagreements)}")
     missing = len(set(rows) - set(instances))
     warnings = [f"run {name}: {missing} instance(s) have no instance data (subset taken from the run spec)"]
-    warnings = warnings if missing else []
-    return run, warnings + _mismatches(run, _stat_means(stats))
+    return run, warnings if missing else []
 
 
 def _settings(run_name: str) -> str:
@@ -365,14 +448,14 @@ def _settings(run_name: str) -> str:
 
 def _mismatches(run: Run, run_means: dict[str, float]) -> list[str]:
     """Subsets whose MAE recomputed from per-instance errors differs from the run's stats.json."""
-    warnings = []
+    found = []
     for subset in run.subsets:
         errors = [row.abs_error for row in run.rows if row.subset == subset and row.abs_error is not None]
         recorded = run_means.get(subset_mae(subset))
         if errors and recorded is not None and abs(sum(errors) / len(errors) - recorded) > MAE_TOLERANCE:
-            warnings.append(f"run {run.name}: subset {subset} MAE from per-instance stats "
-                            f"{sum(errors) / len(errors):.6f} differs from stats.json {recorded:.6f}")
-    return warnings
+            found.append(f"subset {subset} MAE from its rows {sum(errors) / len(errors):.6f} differs from "
+                         f"stats.json's {recorded:.6f}")
+    return found
 
 
 def _name_option(run_name: str, key: str) -> str | None:
@@ -457,12 +540,16 @@ def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str], 
     _check_models(roboreward_dirs, suite_dir)
     runs: list[Run] = []
     warnings: list[str] = list(unreadable)
+    disagreeing: list[str] = []
     if foreign:
         warnings.append(f"{len(foreign)} run(s) of other benchmarks ignored: {_listing(foreign)}")
     for run_dir, run_spec in roboreward_dirs:
         name = os.path.basename(run_dir)
         try:
             run, run_warnings = _read_run(run_dir, run_spec)
+        except _DisagreeingFilesError as problem:
+            disagreeing.append(str(problem))
+            continue
         except _UnusableRunError as reason:
             skipped[name] = str(reason)
             warnings.append(f"run {name} skipped: {reason}")
@@ -473,13 +560,19 @@ def _read_suite_runs(suite_dir: str, suite: str) -> tuple[list[Run], list[str], 
             continue
         runs.append(run)
         warnings += run_warnings
+    if disagreeing:
+        raise RunFilesError(
+            f"run files disagree: {_listing(disagreeing)}. leaderboard, report, publish and export-predictions read "
+            "the same rows, so none goes on: restore the files helm-run wrote (or rerun helm-run for these runs), "
+            "then helm-summarize again. Nothing was written.")
     if not runs:
         raise ReportError(f"none of the {len(roboreward_dirs)} RoboReward runs of suite {suite!r} is usable: "
                           + "; ".join(warnings[:MAX_LISTED]))
     return runs, warnings, set(found), skipped
 
 
-def _latest_per_subset(runs: list[Run], display_names: dict[str, str]) -> tuple[list[ModelRows], list[str]]:
+def _latest_per_subset(runs: list[Run], display_names: dict[str, str]
+                       ) -> tuple[list[ModelRows], list[str], list[Superseded]]:
     """Per leaderboard row (model and deployment) and subset, the latest run covering it; notes on the others.
 
     Raises:
@@ -492,6 +585,7 @@ def _latest_per_subset(runs: list[Run], display_names: dict[str, str]) -> tuple[
         by_row[(run.model, run.deployment)].append(run)
         deployments[run.model].add(run.deployment)
     models, notes, conflicts = [], [], []
+    replaced: list[Superseded] = []
     for (model, deployment), row_runs in sorted(by_row.items()):
         single = len(deployments[model]) == 1
         key = model if single else f"{model}@{deployment}"
@@ -508,6 +602,7 @@ def _latest_per_subset(runs: list[Run], display_names: dict[str, str]) -> tuple[
             for run in subset_runs[1:]:
                 superseded[(subset_runs[0].name, run.name)].append(subset)
         for (used, ignored), subsets in superseded.items():
+            replaced.append(Superseded(ignored, used, key, tuple(subsets)))
             notes.append(f"{key}: runs {used} and {ignored} both cover {_listing(subsets)} with the same settings; "
                          f"the latest ({used}) is used")
         settings = sorted({run.settings for run in chosen.values()})
@@ -523,7 +618,7 @@ def _latest_per_subset(runs: list[Run], display_names: dict[str, str]) -> tuple[
             "HELM's leaderboard averages them in one cell (its rows are model and deployment, not these settings), "
             "so no single run's numbers agree with it. Keep one setting per model and subset in this suite: move the "
             "other runs into another suite (runs/<other suite>/), then helm-summarize again. Nothing was written.")
-    return models, notes
+    return models, notes, sorted(replaced, key=lambda item: (item.run, item.row))
 
 
 def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> SuiteRows:
@@ -538,18 +633,28 @@ def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> S
         The rows per model, with warnings (skipped runs) and notes (overlapping runs).
 
     Raises:
-        ReportError: The suite does not exist, has no RoboReward runs, none of them is usable, a run's name and its
-            run_spec.json disagree on the model (:func:`model_mismatch`), or runs of one model with different
-            settings cover one subset.
+        ReportError: ``suite`` is not a plain folder name (:func:`check_suite_name`), the suite does not exist, has
+            no RoboReward runs, none of them is usable, a run's name and its run_spec.json disagree on the model
+            (:func:`model_mismatch`), or runs of one model with different settings cover one subset.
+        RunFilesError: A run's files disagree (every command that reads a suite's numbers stops on it).
     """
     runs, warnings, run_names, skipped = _read_suite_runs(suite_directory(output_path, suite), suite)
     warnings += label_notes(run.source.data for run in runs)
-    models, notes = _latest_per_subset(runs, display_names)
-    return SuiteRows(suite, models, warnings, notes, run_names, {run.name: run.source for run in runs}, skipped)
+    models, notes, superseded = _latest_per_subset(runs, display_names)
+    return SuiteRows(suite, models, warnings, notes, run_names, {run.name: run.source for run in runs}, skipped,
+                     superseded)
 
 
 class ReportError(Exception):
     """A suite, run or environment problem that stops the report; its message is one line saying what to do."""
+
+
+class RunFilesError(ReportError):
+    """A run's files disagree with one another; the message names each file and says what to do.
+
+    ``per_instance_stats.json`` against ``stats.json``, or one instance recorded twice. The one suite reader raises
+    it, so ``leaderboard``, ``report``, ``publish`` and ``export-predictions`` all stop on the same files.
+    """
 
 
 def label_notes(data_folders: Iterable[str]) -> list[str]:

@@ -16,7 +16,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from helm_roboreward.helm_frontend.run_rows import MARKER, media_objects, viewer_relative_path
+from helm_roboreward.helm_frontend.run_rows import MARKER, check_suite_name, media_objects, viewer_relative_path
 from helm_roboreward.protocol.safe_files import UnsafePathError, relative_parts, require_inside, write_inside
 
 __all__ = ["MARKER", "viewer_relative_path", "media_objects", "export_media"]
@@ -34,7 +34,7 @@ _TARGET_FIX = "remove the link or file from the export folder, or export into a 
 
 
 def _suite_runs(output_path: str, suite: str) -> list[str]:
-    suite_dir = os.path.join(output_path, "runs", suite)
+    suite_dir = os.path.join(output_path, "runs", check_suite_name(suite))  # a path would read runs elsewhere
     if not os.path.isdir(suite_dir):
         raise FileNotFoundError(f"suite {suite!r} not found: {suite_dir} does not exist")
     return [os.path.join(suite_dir, run) for run in sorted(os.listdir(suite_dir)) if run.startswith("roboreward:")]

@@ -1,4 +1,8 @@
-"""Print a summarized suite's RoboReward leaderboard in the terminal (after ``helm-summarize``)."""
+"""Print a summarized suite's RoboReward leaderboard in the terminal (after ``helm-summarize``).
+
+The suite is first read as ``report`` and ``publish`` read it (one reader): where a run's files disagree, it stops
+naming them (exit 2) rather than print helm-summarize's numbers beside another command's.
+"""
 
 import argparse
 import json
@@ -7,9 +11,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from helm_roboreward.helm_frontend.run_rows import ReportError
+from helm_roboreward.helm_frontend.run_rows import ReportError, RunFilesError, check_suite_name
 from helm_roboreward.protocol.rules import LEADERBOARD_GROUPS
+from helm_roboreward.results.publish.comparability import Comparability
 from helm_roboreward.results.publish.evidence import suite_facts
+
+EXIT_BAD_INPUT = 2
 
 
 def read_group_tables(suite_dir: str, group: str) -> list[dict[str, Any]] | None:
@@ -44,12 +51,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="roboreward leaderboard", description=__doc__)
     parser.add_argument("--suite", required=True)
     parser.add_argument("--output-path", default="benchmark_output")
+    parser.add_argument("--local-path", default="prod_env",
+                        help="helm-run's --local-path: the deployments the rule checks (default prod_env)")
     args = parser.parse_args(argv)
+    try:
+        check_suite_name(args.suite)
+    except ReportError as error:
+        print(f"roboreward leaderboard: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     suite_dir = os.path.join(args.output_path, "runs", args.suite)
     if not os.path.isdir(os.path.join(suite_dir, "groups")):
         print(f"roboreward: no summarized suite at {suite_dir}; run helm-summarize --suite {args.suite} first.",
               file=sys.stderr)
         return 1
+    verdicts: dict[str, Comparability] | str
+    try:  # read as report and publish read it, before any table is shown
+        verdicts = suite_facts(args.output_path, args.suite, local_path=args.local_path).verdicts()
+    except RunFilesError as error:  # every surface stops on the same files
+        print(f"roboreward leaderboard: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ReportError as error:
+        verdicts = str(error)  # a suite the report cannot read: the tables stand without the note
     shown = 0
     for group in LEADERBOARD_GROUPS:
         tables = read_group_tables(suite_dir, group)
@@ -60,16 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not shown:
         print(f"roboreward: suite {args.suite} has no RoboReward leaderboard groups.", file=sys.stderr)
         return 1
-    _print_comparability(args.output_path, args.suite)
+    _print_comparability(verdicts)
     return 0
 
 
-def _print_comparability(output_path: str, suite: str) -> None:
-    """Each row's verdict under the tables: comparable with the published leaderboard, or why not."""
-    try:
-        verdicts = suite_facts(output_path, suite).verdicts()
-    except ReportError as error:  # a suite the report cannot read: the tables stand without the note
-        print(f"roboreward: comparability not judged: {error}", file=sys.stderr)
+def _print_comparability(verdicts: dict[str, Comparability] | str) -> None:
+    """Each row's verdict under the tables: comparable with the published leaderboard, or why not (or not judged)."""
+    if isinstance(verdicts, str):
+        print(f"roboreward: comparability not judged: {verdicts}", file=sys.stderr)
         return
     print("Comparable with the published leaderboard? (docs/publishing.md)")
     for model, verdict in verdicts.items():

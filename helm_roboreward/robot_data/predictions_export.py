@@ -3,8 +3,12 @@
 One row per instance of every RoboReward run of the suite (:mod:`~helm_roboreward.robot_data.helm_outputs`):
 columns :data:`FEATURES` — model, deployment, run name and settings, subset, row key (the row's ``file_name``),
 instance id, task, gold (its gold score), raw answer, parsed score, whether the request failed and its error, the
-prompt version and the media locations. No media bytes unless asked (``include_media``: the bytes of every frame or
-video sent, read from under the output folder).
+prompt version and the media locations, and the row's comparability verdict with ``used_run``: the run whose rows
+the suite's numbers use for that model, deployment and subset (the one suite reader's choice, as ``report`` and
+``publish`` make it). A row of another run (superseded by a later run with the same settings, or a run the reader
+could not use) is not comparable and says why. No media bytes unless asked (``include_media``: the bytes of every
+frame or video sent, read from under the output folder). Run files that disagree stop the export, as they stop
+every command that reads the suite's numbers.
 """
 
 import json
@@ -13,12 +17,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from helm_roboreward.helm_frontend.run_rows import ReportError, viewer_relative_path
+from helm_roboreward.helm_frontend.run_rows import (
+    ReportError,
+    RunFilesError,
+    check_suite_name,
+    load_suite,
+    viewer_relative_path,
+)
 from helm_roboreward.protocol.rows import DataError
 from helm_roboreward.protocol.rules import PROMPT_VERSION
 from helm_roboreward.protocol.safe_files import UnsafePathError, relative_parts, require_inside
 from helm_roboreward.results.media_export import MEDIA_TYPES
-from helm_roboreward.results.publish.evidence import suite_facts
+from helm_roboreward.results.publish.comparability import PUBLISHED_METADATA_SHA256
+from helm_roboreward.results.publish.evidence import gather
 from helm_roboreward.robot_data.export_files import FORMATS, PARQUET, check_export_target, push, write_export
 from helm_roboreward.robot_data.helm_outputs import RunInfo, predictions_of, roboreward_runs
 
@@ -39,6 +50,7 @@ def features(include_media: bool) -> Any:
         "prompt_version": datasets.Value("string"), "content_type": datasets.Value("string"),
         "media": datasets.Sequence(datasets.Value("string")),
         "comparable": datasets.Value("bool"), "comparability": datasets.Value("string"),
+        "used_run": datasets.Value("string"),
     }
     if include_media:
         columns[MEDIA_COLUMN] = datasets.Sequence(datasets.Value("binary"))
@@ -89,39 +101,80 @@ def _media_bytes(output_path: str, media: Sequence[tuple[str, str]]) -> list[byt
     return data
 
 
+@dataclass(frozen=True)
+class Verdicts:
+    """What the suite reader decided, per leaderboard row (``model`` or ``model@deployment``)."""
+
+    verdicts: dict[str, tuple[bool | None, str]]
+    used_runs: dict[str, dict[str, str]]
+    """Row -> subset -> the run whose rows the numbers use."""
+
+    problem: str = ""
+    """Why no row was judged (the reader could not read the suite); empty when judged."""
+
+    def of(self, model: str, deployment: str, subset: str, run: str) -> tuple[bool | None, str, str]:
+        """A record's comparable flag, verdict line and the run its row's numbers use."""
+        if self.problem:
+            return None, f"not judged: {self.problem}", ""
+        key = next((key for key in (f"{model}@{deployment or model}", model) if key in self.verdicts), "")
+        used = self.used_runs.get(key, {}).get(subset, "")
+        comparable, line = self.verdicts.get(key, (None, ""))
+        if used != run:
+            where = f"use run {used}" if used else "use no run"
+            return False, f"superseded: the suite's numbers for {key or model} on {subset} {where}, not this run's " \
+                "rows", used
+        return comparable, line, used
+
+
 def prediction_records(output_path: str, suite: str, include_media: bool = False,
-                       unfinished: list[str] | None = None) -> Iterator[dict[str, Any]]:
+                       unfinished: list[str] | None = None, published_sha256: str | None = None,
+                       hf_cache: str | None = None, local_path: str = "prod_env") -> Iterator[dict[str, Any]]:
     """One record per instance of every finished RoboReward run of the suite.
 
     ``unfinished`` receives the folders of the suite's RoboReward runs that have no ``scenario_state.json``.
+    ``published_sha256`` (None: the recorded one; tests pass their copy's), ``hf_cache`` (None: ``HF_HUB_CACHE``)
+    and ``local_path`` (helm-run's ``--local-path``) are what the comparability rule reads, as in ``publish``.
 
     Raises:
-        DataError: The suite does not exist or holds no finished RoboReward run, a run's files are damaged, or a
-            media location is refused.
+        DataError: ``suite`` is not a plain folder name, the suite does not exist or holds no finished RoboReward
+            run, a run's files are damaged or disagree with one another, or a media location is refused.
     """
+    try:
+        check_suite_name(suite)
+    except ReportError as error:
+        raise DataError(str(error)) from None
     runs = roboreward_runs(output_path, suite, unfinished)
     if not runs:
         raise DataError(f"--suite {suite}: no finished RoboReward run under {os.path.join(output_path, 'runs', suite)}")
-    verdicts = _verdicts(output_path, suite)
+    verdicts = _verdicts(output_path, suite, published_sha256 or PUBLISHED_METADATA_SHA256, hf_cache, local_path)
     for run in runs:
         yield from _run_records(run, output_path, include_media, verdicts)
 
 
-def _verdicts(output_path: str, suite: str) -> dict[str, tuple[bool | None, str]]:
-    """Each row's comparability verdict (docs/publishing.md), by model and by ``model@deployment``."""
+def _verdicts(output_path: str, suite: str, published_sha256: str, hf_cache: str | None,
+              local_path: str) -> Verdicts:
+    """Each row's comparability verdict (docs/publishing.md) and the runs its numbers use.
+
+    Raises:
+        DataError: A run's files disagree (the message names them; no command goes on with them).
+    """
     try:
-        return {key: (verdict.comparable, verdict.line) for key, verdict in suite_facts(output_path, suite)
-                .verdicts().items()}
+        rows = load_suite(output_path, suite, {})
+    except RunFilesError as error:
+        raise DataError(str(error)) from None
     except ReportError as error:  # a suite the rule cannot judge: said in every row, the export goes on
-        return {"": (None, f"not judged: {error}")}
+        return Verdicts({}, {}, str(error))
+    facts = gather(rows, output_path, published_sha256, hf_cache, local_path)
+    return Verdicts({key: (verdict.comparable, verdict.line) for key, verdict in facts.verdicts().items()},
+                    {model.model: dict(model.run_of_subset) for model in rows.models})
 
 
-def _run_records(run: RunInfo, output_path: str, include_media: bool,
-                 verdicts: dict[str, tuple[bool | None, str]]) -> Iterator[dict[str, Any]]:
+def _run_records(run: RunInfo, output_path: str, include_media: bool, verdicts: Verdicts
+                 ) -> Iterator[dict[str, Any]]:
     settings = json.dumps(run.scenario_args, sort_keys=True)
     for prediction in predictions_of(run):
-        comparable, comparability = (verdicts.get(f"{prediction.model}@{prediction.deployment}")
-                                     or verdicts.get(prediction.model) or verdicts.get("") or (None, ""))
+        comparable, comparability, used_run = verdicts.of(prediction.model, prediction.deployment,
+                                                          prediction.subset, os.path.basename(run.folder))
         record: dict[str, Any] = {
             "model": prediction.model, "deployment": prediction.deployment, "run": prediction.run,
             "run_settings": settings, "subset": prediction.subset, "row_key": prediction.source_file,
@@ -130,6 +183,7 @@ def _run_records(run: RunInfo, output_path: str, include_media: bool,
             "request_failed": prediction.request_failed, "error": prediction.error,
             "prompt_version": PROMPT_VERSION, "content_type": prediction.content_type,
             "media": list(prediction.media), "comparable": comparable, "comparability": comparability,
+            "used_run": used_run,
         }
         if include_media:
             record[MEDIA_COLUMN] = _media_bytes(output_path, list(zip(prediction.media_types, prediction.media,
@@ -138,11 +192,11 @@ def _run_records(run: RunInfo, output_path: str, include_media: bool,
 
 
 def predictions_dataset(output_path: str, suite: str, include_media: bool = False,
-                        unfinished: list[str] | None = None) -> Any:
-    """The suite's predictions as a ``datasets.Dataset`` (``unfinished``: see :func:`prediction_records`)."""
+                        unfinished: list[str] | None = None, local_path: str = "prod_env") -> Any:
+    """The suite's predictions as a ``datasets.Dataset`` (the options: see :func:`prediction_records`)."""
     import datasets
 
-    records = list(prediction_records(output_path, suite, include_media, unfinished))
+    records = list(prediction_records(output_path, suite, include_media, unfinished, local_path=local_path))
     return datasets.Dataset.from_list(records, features=features(include_media))
 
 
@@ -158,7 +212,7 @@ class ExportResult:
 
 def export_predictions(output_path: str, suite: str, out: str | None = None, output_format: str = PARQUET,
                        push_to_hub: str | None = None, private: bool = False, include_media: bool = False,
-                       token: str | None = None) -> ExportResult:
+                       token: str | None = None, local_path: str = "prod_env") -> ExportResult:
     """Write the predictions (``out`` as parquet or a ``save_to_disk`` folder) and/or push them to the hub.
 
     ``out`` is written whole or not at all (a temporary sibling renamed into place). It may be new, or an earlier
@@ -175,7 +229,7 @@ def export_predictions(output_path: str, suite: str, out: str | None = None, out
     if out is not None:
         check_export_target(out, output_format, output_path)
     unfinished: list[str] = []
-    dataset = predictions_dataset(output_path, suite, include_media, unfinished)
+    dataset = predictions_dataset(output_path, suite, include_media, unfinished, local_path)
     where = []
     if out is not None:
         write_export(dataset, out, output_format)

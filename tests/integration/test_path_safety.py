@@ -208,3 +208,15 @@ def test_prepare_refuses_a_media_folder_link_out_of_the_output_path(tmp_path: Pa
     assert f"media folder {out / 'scenarios' / 'roboreward'} resolves to" in process.stderr
     assert "--output-path" in process.stderr and "Traceback" not in process.stderr
     assert snapshot(outside) == {}
+
+
+@pytest.mark.parametrize("suite", ["../../../x", "/tmp", "a/b", ".."])
+def test_export_media_refuses_a_suite_given_as_a_path(export_case: ExportCase, suite: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 36, case 13: every command's --suite is a plain folder name (helm_frontend/run_rows.check_suite_name)."""
+    export_before = snapshot(export_case.export)
+    assert cli.main(["export-media", "--suite", suite, "--output-path", "benchmark_output", "--export-path",
+                     str(export_case.export)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"roboreward export-media: --suite {suite!r}") and "Traceback" not in err
+    assert snapshot(export_case.export) == export_before

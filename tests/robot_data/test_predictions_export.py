@@ -23,7 +23,7 @@ from tests.helpers.suite import SUITE, SampleSuite
 
 COLUMNS = ["model", "deployment", "run", "run_settings", "subset", "row_key", "instance_id", "task", "gold",
            "raw_output", "score", "request_failed", "error", "prompt_version", "content_type", "media", "comparable",
-           "comparability"]
+           "comparability", "used_run"]
 
 
 def instances_of_suite(sample_suite: SampleSuite) -> dict[tuple[str, str], tuple[float, str, str]]:

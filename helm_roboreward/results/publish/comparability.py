@@ -8,7 +8,13 @@ comparable when all of these hold, otherwise it is "not comparable" with every r
    published SHA-256 (:data:`PUBLISHED_METADATA_SHA256`; where it comes from: docs/publishing.md);
 2. every one of the 23 official subsets ran, each with every row of that metadata evaluated (no ``-m``
    subsampling);
-3. only official defaults were used (frame rule, media routing, generation settings, scoring, failed requests).
+3. only official defaults were used (frame rule, media routing, generation settings, scoring, failed requests);
+4. its deployment is the package's definition of that name (client class and arguments: a redefined one may ask
+   a server for another checkpoint or other frames), and a published model runs on a deployment the package
+   defines for it.
+
+The run files must also agree with one another (``per_instance_stats.json`` with ``stats.json``, one record per
+instance); where they do not, the suite reader stops every command before any rule is applied.
 
 Pure: no I/O. The published hash is an argument, so a test can hand the rule the hash of its own copy.
 """
@@ -74,6 +80,9 @@ class ModelEvidence:
     coverage: tuple[SubsetCoverage, ...]
     non_default_settings: tuple[str, ...] = ()
     """Every setting that is not the official default, as ``name=value (official: ...)``."""
+
+    deployment_problems: tuple[str, ...] = ()
+    """How its deployment differs from the package's definition, or why the package defines none for the model."""
 
 
 @dataclass(frozen=True)
@@ -156,9 +165,10 @@ def judge(evidence: ModelEvidence, published_sha256: str = PUBLISHED_METADATA_SH
         published_sha256: The SHA-256 the public ``test/metadata.jsonl`` must have.
 
     Returns:
-        Comparable, or not comparable with every reason (data, then coverage, then settings).
+        Comparable, or not comparable with every reason (data, then coverage, then settings, then deployment).
     """
     reasons = _data_reasons(evidence.data, published_sha256) + _coverage_reasons(evidence.coverage)
     if evidence.non_default_settings:
         reasons.append(f"non-default settings: {', '.join(evidence.non_default_settings)}")
+    reasons += evidence.deployment_problems
     return Comparability(not reasons, tuple(reasons))

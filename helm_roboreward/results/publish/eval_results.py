@@ -38,11 +38,18 @@ _EVAL_KEYS = {"name", "description", "evaluation_framework", "tasks"}
 _TASK_KEYS = {"id", "config", "split"}
 
 
+def failed_requests_line(count: int) -> str:
+    """How many requests of a row failed, and what each cost (the official rule: ``failed=max_error``)."""
+    return (f"{count} failed request{'' if count == 1 else 's'} (each charged the maximum error, failed=max_error, "
+            "as the official rule says)")
+
+
 def _notes(model: ModelFacts, suite: str) -> str:
     non_default_settings = model.evidence.non_default_settings
     settings = (f"non-default settings: {', '.join(non_default_settings)}" if non_default_settings
                 else "official default settings")
-    return f"helm-roboreward, suite {suite}, deployment {model.deployment}; {settings}; {model.verdict.line}"
+    failed = f"{failed_requests_line(model.failed_requests)}; " if model.verdict.comparable else ""
+    return f"helm-roboreward, suite {suite}, deployment {model.deployment}; {failed}{settings}; {model.verdict.line}"
 
 
 def eval_results_entries(model: ModelFacts, suite: str, source_url: str,

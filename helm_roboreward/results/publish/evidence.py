@@ -5,6 +5,10 @@ them): ``run_spec.json`` (scenario arguments, adapter, routing, metric arguments
 (``video_sha256``, ``dataset_revision``, ``source_file``, ``rows_in_run``). The hash of ``test/metadata.jsonl``
 is not in the runs; it is taken from the data copy they read: the Hugging Face cache's file for the recorded
 commit (``data=hf``), the bundled sample, or the local copy (whose recorded revision must still match it).
+
+Nor are the deployments: each row's deployment is read from ``--local-path``'s ``model_deployments.yaml`` (what
+helm-run used), else the package's (this package's ``config/``, then HELM's built-in file), and compared with the
+package's definition of that name (:func:`deployment_problems`).
 """
 
 import dataclasses
@@ -17,7 +21,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from helm_roboreward.helm_frontend.run_rows import ModelRows, RunData, SuiteRows, load_suite
+import yaml
+
+from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, config_dir
+from helm_roboreward.helm_frontend.run_rows import ModelRows, RunData, SuiteRows, Superseded, load_suite
 from helm_roboreward.protocol.data_sources import (
     HUB,
     LOCAL_REVISION_PREFIX,
@@ -26,6 +33,7 @@ from helm_roboreward.protocol.data_sources import (
     sample_root,
 )
 from helm_roboreward.protocol.instance_record import InstanceRecord
+from helm_roboreward.protocol.published import LEADERBOARD_MODELS
 from helm_roboreward.protocol.rules import (
     AUTO,
     DATASET_ID,
@@ -54,6 +62,7 @@ from helm_roboreward.results.publish.comparability import (
     SubsetCoverage,
     judge,
 )
+from helm_roboreward.results.report.model_names import helm_builtin_file
 
 _ROUTING_DEFAULTS = {"failed": MAX_ERROR, "score": PARSED, "layout": OFFICIAL, "decoding": DECODINGS[0]}
 _ENTRY_KEYS = ("model=", "model_deployment=")
@@ -82,6 +91,30 @@ class RunFacts:
     finished: str
     """When its ``stats.json`` was written (UTC, ISO-8601)."""
 
+    files_sha256: dict[str, str] = field(default_factory=dict)
+    """SHA-256 of its ``stats.json``, ``per_instance_stats.json``, ``scenario_state.json`` and ``run_spec.json``."""
+
+
+@dataclass(frozen=True)
+class DeploymentFacts:
+    """The deployment a row ran on, as the model deployments files define it."""
+
+    name: str
+    model_name: str | None
+    defined_in: str | None
+    """The file its definition was read from (None: no file here defines it)."""
+
+    client_class: str | None
+    client_args: dict[str, Any]
+    differences: tuple[str, ...] = ()
+    """How it differs from the package's definition of the name (``key value (package: value)``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The deployment as the manifest records it."""
+        return {"name": self.name, "model_name": self.model_name, "defined_in": self.defined_in,
+                "client_class": self.client_class, "client_args": self.client_args,
+                "differences": list(self.differences)}
+
 
 @dataclass
 class ModelFacts:
@@ -97,6 +130,8 @@ class ModelFacts:
 
     evidence: ModelEvidence
     verdict: Comparability
+    failed_requests: int = 0
+    """Rows whose request failed (the official rule charges each the maximum error)."""
 
     @property
     def macro_mae(self) -> float | None:
@@ -118,6 +153,10 @@ class SuiteFacts:
     models: list[ModelFacts]
     reads: dict[tuple[str, str], DataRead] = field(default_factory=dict)
     published_sha256: str = PUBLISHED_METADATA_SHA256
+    superseded: list[Superseded] = field(default_factory=list)
+    """Runs no number uses: a later run of the same row and settings covers their subsets."""
+
+    deployments: list[DeploymentFacts] = field(default_factory=list)
 
     def verdicts(self) -> dict[str, Comparability]:
         """Model key -> its comparability, for the report, the leaderboard note and the exports."""
@@ -188,7 +227,87 @@ def run_facts(name: str, source: RunData) -> RunFacts:
         revisions=tuple(sorted({record.dataset_revision for record in records.values()} - {""})),
         spec=_spec_record(run_spec), non_default_settings=tuple(non_default_settings(run_spec)),
         rows_in_run=max(counts) if counts else None, evaluated=len(source.row_ids), videos=videos,
-        finished=finished.isoformat(timespec="seconds"))
+        finished=finished.isoformat(timespec="seconds"), files_sha256=dict(source.files_sha256))
+
+
+_DEPLOYMENT_FILES: dict[str, dict[str, dict[str, Any]]] = {}
+"""Parsed model deployments files by path (HELM's built-in one is 5,000 lines)."""
+
+
+def deployments_in(path: str) -> dict[str, dict[str, Any]]:
+    """``name -> entry`` of a ``model_deployments.yaml`` (an absent or unreadable file defines none)."""
+    if path not in _DEPLOYMENT_FILES:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # a safe loader
+        except (OSError, yaml.YAMLError):
+            content = None
+        entries = content.get("model_deployments") if isinstance(content, dict) else None
+        _DEPLOYMENT_FILES[path] = {str(entry["name"]): entry for entry in entries or []
+                                   if isinstance(entry, dict) and entry.get("name")}
+    return _DEPLOYMENT_FILES[path]
+
+
+def package_deployment(name: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The package's definition of a deployment and its file: this package's, else HELM's built-in one."""
+    for path in (os.path.join(config_dir(), MODEL_DEPLOYMENTS_FILE), helm_builtin_file(MODEL_DEPLOYMENTS_FILE)):
+        if path and name in deployments_in(path):
+            return deployments_in(path)[name], path
+    return None, None
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(_flat(item, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: value}
+
+
+def deployment_differences(entry: Mapping[str, Any], package: Mapping[str, Any]) -> list[str]:
+    """Every field where a deployment's definition differs from the package's (``key value (package: value)``)."""
+    mine, theirs = _flat({k: v for k, v in entry.items() if k != "name"}), _flat(
+        {k: v for k, v in package.items() if k != "name"})
+    return [f"{key} {mine.get(key, 'unset')} (package: {theirs.get(key, 'unset')})"
+            for key in sorted(set(mine) | set(theirs)) if mine.get(key) != theirs.get(key)]
+
+
+def deployment_problems(model: str, name: str, entry: Mapping[str, Any] | None, defined_in: str | None) -> list[str]:
+    """Why the deployment a row ran on keeps it from the published leaderboard (empty: it does not).
+
+    Args:
+        model: The row's model.
+        name: Its deployment's name.
+        entry: The definition helm-run used (``--local-path``'s, else the package's; None: none found).
+        defined_in: The file that definition is in.
+    """
+    package, _ = package_deployment(name)
+    if package is not None:
+        differences = deployment_differences(entry, package) if entry is not None else []
+        return [f"deployment {name} differs from the package's definition in {defined_in}: "
+                f"{', '.join(differences)}"] if differences else []
+    if model in LEADERBOARD_MODELS:
+        where = f"{defined_in} defines it" if defined_in else "no model_deployments.yaml here defines it"
+        return [f"deployment {name} of the published model {model} is not one the package defines ({where}): run "
+                "the package's deployment of that model"]
+    return []
+
+
+def deployment_facts(name: str, local_path: str | None) -> DeploymentFacts:
+    """A deployment as helm-run with ``--local-path local_path`` defines it, and how it differs from the package's."""
+    local_file = os.path.join(local_path, MODEL_DEPLOYMENTS_FILE) if local_path else ""
+    entry, defined_in = (deployments_in(local_file).get(name), local_file) if local_file else (None, None)
+    if entry is None:
+        entry, defined_in = package_deployment(name)
+    package, _ = package_deployment(name)
+    client = (entry or {}).get("client_spec")
+    client = client if isinstance(client, Mapping) else {}
+    args = client.get("args")
+    differences = deployment_differences(entry, package) if entry is not None and package is not None else []
+    return DeploymentFacts(name, None if entry is None else str(entry.get("model_name") or name), defined_in,
+                           None if entry is None else str(client.get("class_name") or ""),
+                           dict(args) if isinstance(args, Mapping) else {}, tuple(differences))
 
 
 def _cached_hub_metadata(revision: str, cache_dir: str | None) -> str | None:
@@ -248,7 +367,7 @@ def _subset_mae(model: ModelRows) -> dict[str, float]:
 
 
 def _model_facts(model: ModelRows, runs: dict[str, RunFacts], reads: dict[tuple[str, str], DataRead],
-                 published_sha256: str) -> ModelFacts:
+                 published_sha256: str, local_path: str | None) -> tuple[ModelFacts, DeploymentFacts]:
     used = [runs[name] for name in sorted(set(model.run_of_subset.values()))]
     model_reads = [reads[key] for key in dict.fromkeys((run.data, revision) for run in used
                                                        for revision in run.revisions)]
@@ -261,15 +380,20 @@ def _model_facts(model: ModelRows, runs: dict[str, RunFacts], reads: dict[tuple[
             run.rows_in_run if run.subset == subset else None)
         coverage.append(SubsetCoverage(subset, evaluated[subset], expected))
     settings = tuple(dict.fromkeys(setting for run in used for setting in run.non_default_settings))
-    evidence = ModelEvidence(model.model, tuple(model_reads), tuple(coverage), settings)
     first = used[0].spec["adapter"] if used else {}
-    return ModelFacts(model.model, str(first.get("model", model.model)),
-                      str(first.get("model_deployment") or first.get("model") or ""), model.display_name, used,
-                      _subset_mae(model), evidence, judge(evidence, published_sha256))
+    name, deployment = str(first.get("model", model.model)), str(first.get("model_deployment") or
+                                                                   first.get("model") or "")
+    facts = deployment_facts(deployment, local_path)
+    problems = deployment_problems(name, deployment, None if facts.defined_in is None else deployments_in(
+        facts.defined_in).get(deployment), facts.defined_in)
+    evidence = ModelEvidence(model.model, tuple(model_reads), tuple(coverage), settings, tuple(problems))
+    failed = sum(row.failed_request for row in model.rows)
+    return ModelFacts(model.model, name, deployment, model.display_name, used, _subset_mae(model), evidence,
+                      judge(evidence, published_sha256), failed), facts
 
 
 def gather(suite: SuiteRows, output_path: str, published_sha256: str = PUBLISHED_METADATA_SHA256,
-           cache_dir: str | None = None) -> SuiteFacts:
+           cache_dir: str | None = None, local_path: str | None = None) -> SuiteFacts:
     """Every row's facts and verdict, from a suite the report's loader read.
 
     Args:
@@ -277,17 +401,26 @@ def gather(suite: SuiteRows, output_path: str, published_sha256: str = PUBLISHED
         output_path: helm-run's ``-o`` folder.
         published_sha256: The SHA-256 the public ``test/metadata.jsonl`` must have (tests pass their copy's).
         cache_dir: The Hugging Face cache of the ``data=hf`` runs (None: ``HF_HUB_CACHE``).
+        local_path: helm-run's ``--local-path``, whose ``model_deployments.yaml`` defines what the deployments ran
+            (None: only the package's definitions).
     """
     names = sorted({name for model in suite.models for name in model.run_of_subset.values()})
     runs = {name: run_facts(name, suite.sources[name]) for name in names}
     keys = dict.fromkeys((run.data, revision) for run in runs.values() for revision in run.revisions)
     reads = {key: data_read(key[0], key[1], cache_dir) for key in keys}
-    models = [_model_facts(model, runs, reads, published_sha256) for model in suite.models]
-    return SuiteFacts(suite.suite, output_path, models, reads, published_sha256)
+    pairs = [_model_facts(model, runs, reads, published_sha256, local_path) for model in suite.models]
+    deployments = {facts.name: facts for _, facts in pairs}
+    return SuiteFacts(suite.suite, output_path, [model for model, _ in pairs], reads, published_sha256,
+                      list(suite.superseded), [deployments[name] for name in sorted(deployments)])
 
 
 def suite_facts(output_path: str, suite: str, display_names: Mapping[str, str] | None = None,
-                published_sha256: str = PUBLISHED_METADATA_SHA256, cache_dir: str | None = None) -> SuiteFacts:
-    """:func:`gather` on a suite read from disk (raises the loader's ``ReportError`` on a missing or empty one)."""
+                published_sha256: str = PUBLISHED_METADATA_SHA256, cache_dir: str | None = None,
+                local_path: str | None = None) -> SuiteFacts:
+    """:func:`gather` on a suite read from disk.
+
+    Raises the loader's ``ReportError`` on a missing or empty suite, and its ``RunFilesError`` where a run's files
+    disagree.
+    """
     return gather(load_suite(output_path, suite, dict(display_names or {})), output_path, published_sha256,
-                  cache_dir)
+                  cache_dir, local_path)

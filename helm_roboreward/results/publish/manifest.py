@@ -2,8 +2,10 @@
 
 It holds what a reader needs to redo or audit the suite: the dataset revisions read and their
 ``test/metadata.jsonl`` SHA-256, the package version and git commit, HELM's and the key dependencies' versions,
-every model and deployment with each run's settings and its comparability, and the SHA-256 of every video a run
-read (as its instances record them). Written to ``<output-path>/runs/<suite>/roboreward_manifest.json``;
+every model and deployment with each run's settings, the SHA-256 of its run files and its comparability, the
+deployments' client classes and arguments, the runs superseded by later ones, and the SHA-256 of every video a
+run read (as its instances record them; a video two runs record with different hashes keeps each run's hash
+under ``video_conflicts``). Written to ``<output-path>/runs/<suite>/roboreward_manifest.json``;
 fields: docs/publishing.md.
 """
 
@@ -64,21 +66,38 @@ def _model_entry(model: ModelFacts) -> dict[str, Any]:
     return {
         "key": model.key, "model": model.model, "deployment": model.deployment, "display_name": model.display_name,
         **model.verdict.to_json(),
+        "failed_requests": model.failed_requests,
         "macro_mae": model.macro_mae, "subset_mae": model.subset_mae,
         "runs": [{"name": run.name, "subset": run.subset, "data": run.data,
                   "requested_revision": run.requested_revision, "revisions": list(run.revisions),
                   "rows_in_run": run.rows_in_run, "rows_evaluated": run.evaluated, "finished": run.finished,
+                  "files_sha256": dict(sorted(run.files_sha256.items())),
                   "non_default_settings": list(run.non_default_settings), **run.spec} for run in model.runs],
     }
 
 
-def build_manifest(facts: SuiteFacts, written: datetime | None = None) -> dict[str, Any]:
-    """The manifest of a suite as a JSON-ready dict (``written``: when; default now, UTC)."""
-    videos: dict[str, dict[str, str]] = {}
+def _videos(facts: SuiteFacts) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, dict[str, str]]]]:
+    """Revision -> video -> its SHA-256; and, for a video whose runs recorded different hashes, run -> hash."""
+    seen: dict[str, dict[str, dict[str, str]]] = {}
     for model in facts.models:
         for run in model.runs:
             revision = run.revisions[0] if len(run.revisions) == 1 else "+".join(run.revisions) or "unrecorded"
-            videos.setdefault(revision, {}).update(run.videos)
+            for video, digest in run.videos.items():
+                seen.setdefault(revision, {}).setdefault(video, {})[run.name] = digest
+    videos: dict[str, dict[str, str]] = {}
+    conflicts: dict[str, dict[str, dict[str, str]]] = {}
+    for revision, files in sorted(seen.items()):
+        for video, by_run in sorted(files.items()):
+            if len(set(by_run.values())) == 1:
+                videos.setdefault(revision, {})[video] = next(iter(by_run.values()))
+            else:
+                conflicts.setdefault(revision, {})[video] = dict(sorted(by_run.items()))
+    return videos, conflicts
+
+
+def build_manifest(facts: SuiteFacts, written: datetime | None = None) -> dict[str, Any]:
+    """The manifest of a suite as a JSON-ready dict (``written``: when; default now, UTC)."""
+    videos, conflicts = _videos(facts)
     return {
         "manifest_version": MANIFEST_VERSION,
         "suite": facts.suite,
@@ -92,7 +111,11 @@ def build_manifest(facts: SuiteFacts, written: datetime | None = None) -> dict[s
         "package": package_source(),
         "environment": environment(),
         "models": [_model_entry(model) for model in facts.models],
-        "videos": {revision: dict(sorted(files.items())) for revision, files in sorted(videos.items())},
+        "deployments": [deployment.to_json() for deployment in facts.deployments],
+        "superseded_runs": [{"run": item.run, "by": item.by, "row": item.row, "subsets": list(item.subsets)}
+                            for item in facts.superseded],
+        "videos": videos,
+        "video_conflicts": conflicts,
     }
 
 

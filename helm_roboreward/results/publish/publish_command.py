@@ -2,16 +2,20 @@
 
 It first writes the suite's manifest (:mod:`.manifest`), so that what is published and its fingerprint agree.
 A row that is not comparable with the published leaderboard (:mod:`.comparability`) is refused, with its
-reasons, unless ``--allow-not-comparable``; then its ``notes`` say why. Bad input prints one line and exits 2; a
-refused row exits 2 after the others are written; a failed pull request exits 1.
+reasons, unless ``--allow-not-comparable``; then its ``notes`` say why. Runs that later runs of the same row and
+settings supersede are named in one line (and in the manifest). Bad input (``--suite`` not a plain folder name,
+``--source-url`` not one https address, run files that disagree) prints one line and exits 2; a refused row exits
+2 after the others are written; a failed pull request exits 1.
 """
 
 import argparse
 import os
 import re
 import sys
+import unicodedata
+from urllib.parse import urlsplit
 
-from helm_roboreward.helm_frontend.run_rows import ReportError
+from helm_roboreward.helm_frontend.run_rows import ReportError, Superseded, check_suite_name
 from helm_roboreward.protocol.safe_files import write_atomically
 from helm_roboreward.results.publish.comparability import PUBLISHED_METADATA_SHA256
 from helm_roboreward.results.publish.eval_results import (
@@ -23,7 +27,7 @@ from helm_roboreward.results.publish.eval_results import (
     eval_results_yaml,
     eval_yaml_text,
 )
-from helm_roboreward.results.publish.evidence import suite_facts
+from helm_roboreward.results.publish.evidence import SuiteFacts, suite_facts
 from helm_roboreward.results.publish.hub_prs import (
     PublishError,
     deployment_repos,
@@ -36,6 +40,8 @@ from helm_roboreward.results.report.model_names import model_display_names
 
 EXIT_FAILED_PR = 1
 EXIT_BAD_INPUT = 2
+BASELINE_CLIENTS = "helm_roboreward.helm_frontend.clients.baselines."
+"""The module of the offline baselines' clients (they have no weights, so no Hub repo)."""
 
 
 def add_publish_options(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +72,33 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name.replace("/", "__")).strip("._") or "model"
 
 
+def check_source_url(url: str) -> str:
+    """``url`` when it is one well-formed https address (no whitespace or control characters), else PublishError."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        host = None
+    clean = not any(character.isspace() or unicodedata.category(character).startswith("C") for character in url)
+    if not (clean and host and url.startswith("https://")):
+        raise PublishError(f"--source-url {url!r}: give one https:// address of the traces (e.g. "
+                           "https://huggingface.co/datasets/<org>/<name>), with no spaces or control characters")
+    return url
+
+
+def superseded_line(superseded: list[Superseded]) -> str:
+    """One line naming every run that a later run of the same row and settings supersedes."""
+    runs = "; ".join(f"{item.run} (by {item.by}: {', '.join(item.subsets)})" for item in superseded)
+    return f"{len(superseded)} superseded run{'' if len(superseded) == 1 else 's'}, in no number: {runs}"
+
+
+def _no_repo_line(facts: SuiteFacts, deployment: str, model: str) -> str:
+    client = next((item.client_class for item in facts.deployments if item.name == deployment), None) or ""
+    if client.startswith(BASELINE_CLIENTS) or model.startswith("baseline/"):
+        return "no Hub model repo (an offline baseline: it has no weights to hold results): listed, not pushed"
+    return ("no Hub model repo (an API model, or name its repo with --hub-repo MODEL=REPO): listed, not pushed")
+
+
 def run_publish(args: argparse.Namespace, published_sha256: str | None = None) -> int:
     """Run ``roboreward publish``; returns the exit status (message on stderr for bad input).
 
@@ -75,8 +108,8 @@ def run_publish(args: argparse.Namespace, published_sha256: str | None = None) -
             their copy's own: a hash cannot be forged, so no option offers this).
     """
     try:
-        if not str(args.source_url).startswith(("https://", "http://")):
-            raise PublishError(f"--source-url {args.source_url!r}: give the http(s) address of the traces")
+        check_suite_name(args.suite)
+        check_source_url(str(args.source_url))
         return _publish(args, published_sha256)
     except (ReportError, PublishError) as error:
         print(f"roboreward publish: {error}", file=sys.stderr)
@@ -90,8 +123,10 @@ def _publish(args: argparse.Namespace, published_sha256: str | None) -> int:
 
     named = parse_hub_repos(args.hub_repo)
     facts = suite_facts(args.output_path, args.suite, model_display_names(args.local_path),
-                        published_sha256 or PUBLISHED_METADATA_SHA256, args.hf_cache)
+                        published_sha256 or PUBLISHED_METADATA_SHA256, args.hf_cache, args.local_path)
     print(f"roboreward publish: suite {args.suite}: manifest {write_manifest(facts)}")
+    if facts.superseded:
+        print(f"roboreward publish: {superseded_line(facts.superseded)}")
     os.makedirs(args.out, exist_ok=True)
     write_atomically(os.path.join(args.out, EVAL_YAML_FILE), eval_yaml_text().encode("utf-8"))
     by_deployment = deployment_repos(args.local_path)
@@ -118,7 +153,7 @@ def _publish(args: argparse.Namespace, published_sha256: str | None) -> int:
         write_atomically(path, text.encode("utf-8"))
         print(f"    wrote {path}")
         if repo is None:
-            print("    no Hub model repo (an API model, or name it with --hub-repo MODEL=REPO): listed, not pushed")
+            print(f"    {_no_repo_line(facts, model.deployment, model.model)}")
         elif args.open_pr:
             pull = open_pull_request(repo, text, model.verdict.line, os.environ.get("HF_ENDPOINT") or None)
             failed += pull.error is not None

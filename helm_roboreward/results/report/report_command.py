@@ -80,7 +80,8 @@ def _report(args: argparse.Namespace) -> int:
         print(f"roboreward report: note: {note}", file=sys.stderr)
     data = analyse(suite, Settings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                                    published=not args.no_published))
-    facts = gather(suite, args.output_path)  # the comparability rule, once per model (docs/publishing.md)
+    # The comparability rule, once per model (docs/publishing.md), with the deployments helm-run used.
+    facts = gather(suite, args.output_path, local_path=args.local_path)
     data.comparability = {key: (verdict.comparable, verdict.line) for key, verdict in facts.verdicts().items()}
     files = write_report(data, args.out) + write_plots(data, args.out)
     write_inside(args.out, LEADERBOARD_TEX, leaderboard_tex(facts, not args.no_published).encode("utf-8"), OUT_FIX)

@@ -135,7 +135,7 @@ def _macro(data: ReportData) -> list[str]:
              _interval(model.macro), str(len(model.subset_mae)), str(sum(model.subset_rows.values()))]
             for rank, model in enumerate(data.models, start=1)]
     return ["", f"## Macro MAE with {level} confidence intervals", ""] + _table(
-        ["Rank", "Model", "Macro MAE", f"{level} CI", "Subsets", "Rows with an error"], rows
+        ["Rank", "Model", "Macro MAE", f"{level} CI", "Subsets", "Rows scored"], rows
     ) + ["", f"![Macro MAE per model]({MACRO_FILE})"]
 
 

@@ -61,7 +61,7 @@ def test_bad_options_say_what_to_give(copy_suite: Callable[..., SuiteCopy], tmp_
     done = subprocess.run([cli("roboreward"), "publish", "--suite", SUITE, "--output-path", str(copy.output),
                            "--out", str(tmp_path), "--source-url", "traces/"], env=helm_environment(),
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "--source-url 'traces/': give the http(s) address of the traces" in done.stderr
+    assert done.returncode == 2 and "--source-url 'traces/': give one https:// address of the traces" in done.stderr
     missing = publish(copy, tmp_path, "--hub-repo", "x")
     assert missing.returncode == 2 and "--hub-repo 'x': give MODEL=ORG/NAME" in missing.stderr
     other = subprocess.run([cli("roboreward"), "publish", "--suite", "nope", "--output-path", str(copy.output),
