@@ -41,14 +41,28 @@ def has_visible_character(text: str) -> bool:
     )
 
 
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be written as UTF-8 (a prompt, a JSON file), or None.
+
+    A lone surrogate is what ``bytes.decode(errors="surrogateescape")`` leaves for a byte that is not UTF-8.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return (f"is not valid text: character {error.start + 1} is a lone surrogate "
+                f"(U+{ord(text[error.start]):04X}), left by decoding bytes that are not UTF-8 with "
+                "errors='surrogateescape'; decode the bytes with their real encoding")
+    return None
+
+
 def task_problem(task: object) -> str | None:
-    """Why ``task`` cannot be a row's task instruction, or None: a string with at least one visible character."""
+    """Why ``task`` cannot be a row's task instruction, or None: valid text with at least one visible character."""
     if not isinstance(task, str) or not task:
         return f"expected a non-empty string, got {task!r}"
     if not has_visible_character(task):
         return (f"has no visible characters ({task!r}: only whitespace or zero-width characters such as U+200B or "
                 "U+FEFF); write the robot's task instruction")
-    return None
+    return text_problem(task)
 
 
 def integer_value(value: object, text: bool = False) -> int:

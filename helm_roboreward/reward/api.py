@@ -11,11 +11,15 @@ Importing this module imports neither HELM nor PyAV; building a :class:`RewardMo
 import hashlib
 import math
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from helm_roboreward.protocol import __version__
 from helm_roboreward.protocol import media_preparation as preparation
@@ -26,11 +30,14 @@ from helm_roboreward.protocol.score_probabilities import SCORE_TOKEN_LOGPROBS, e
 from helm_roboreward.protocol.video_decoding import MediaWriteError, VideoError
 from helm_roboreward.reward.inputs import (
     INPUTS_FOLDER,
+    Frames,
     RewardInputError,
     RewardModelError,
+    check_count,
     check_fps,
     check_frames,
     check_task,
+    verified_mp4,
     video_file,
 )
 
@@ -152,6 +159,8 @@ class RewardModel:
             ``max_frames``, ``max_side``, ``layout``, ``decoding``, ``score``), as a dict or ``"k=v,k2=v2"``.
         media_dir: Where prepared media live (default ``<local_path>/roboreward_media``).
         cache: Use HELM's request cache (``<local_path>/cache``), as helm-run does.
+        verbose: Say on stderr what is being loaded (``RewardModel: ...`` lines; importing HELM alone can take
+            minutes on a busy machine) and how long the model took to be ready.
 
     Raises:
         RewardModelError: Unknown model or deployment, a bad option, or a client that cannot be built (a missing
@@ -160,20 +169,28 @@ class RewardModel:
 
     def __init__(self, model: str, deployment: str | None = None, local_path: str = "prod_env",
                  options: Mapping[str, object] | str | None = None, media_dir: str | None = None,
-                 cache: bool = True) -> None:
-        from helm_roboreward.reward.helm_scoring import HelmSide, route_model
+                 cache: bool = True, verbose: bool = True) -> None:
+        started = time.monotonic()
+        say = _say if verbose else _silent
+        say(f"loading HELM and its model registries ({os.path.abspath(local_path)})")
+        from helm_roboreward.reward.helm_scoring import HelmSide, load_helm_registries, route_model
 
         self.model = model
         self.options = option_dict(options)
         self.local_path = os.path.abspath(local_path)
         self.cache = cache
+        load_helm_registries(local_path)
+        say(f"routing {model}" + (f" on {deployment}" if deployment else ""))
         self.routed: Routed = route_model(model, deployment, self.options, local_path)
         self.deployment: str = self.routed.adapter_spec.model_deployment
+        say(f"building the client of {self.deployment} ({self.routed.client_class.rsplit('.', 1)[-1]})")
         self._helm: HelmSide = HelmSide(self.routed, local_path, cache)
         self._helm.build_client()
         self.media_dir = recorded_path(os.path.abspath(media_dir or os.path.join(local_path, MEDIA_FOLDER)))
         self._inputs_folder = os.path.join(self.media_dir, INPUTS_FOLDER)
         self._prepare = preparation.prepare_one
+        say(f"{model} ready via {self.deployment} ({'native video' if self.routed.native_video else 'frames'}) in "
+            f"{time.monotonic() - started:.1f} s")
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -197,6 +214,9 @@ class RewardModel:
         item = check_item(RewardItem(task, video, fps))
         path = video_file(item.video, self._inputs_folder)
         digest = file_digest(path)  # outside the lock: only frame extraction must run one at a time
+        if not isinstance(item.video, Frames):  # an mp4 given: verified, or remuxed (frames: encoded here)
+            shown = os.fspath(video) if isinstance(video, str | os.PathLike) else "the video given"
+            path, digest = verified_mp4(path, digest, self._inputs_folder, shown)
         try:
             with _MEDIA_LOCK:
                 media = self._prepare(path, self.media_dir, self.routed.native_video, self.routed.frame_options,
@@ -235,11 +255,11 @@ class RewardModel:
         """The rewards of many rollouts, in order, ``max_workers`` at a time.
 
         Every item's task, fps and frames are checked before anything is sent (:class:`RewardInputError` naming
-        ``items[i]``); a video that then does not decode gives that item a ``failed`` reward with ``field``.
+        ``items[i]``); a video that then does not decode gives that item a ``failed`` reward with ``field``, and any
+        other error of one item (a full media folder) a ``failed`` reward with the error: the others go on.
         ``on_result(index, reward)`` is called as each finishes (from a worker thread): a progress bar, a writer.
         """
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
-            raise RewardInputError("max_workers", f"must be a whole number >= 1, got {max_workers!r}")
+        max_workers = check_count(max_workers, "max_workers")
         checked: list[RewardItem] = []
         for index, item in enumerate(items):
             try:
@@ -254,6 +274,8 @@ class RewardModel:
                 reward = self.score(item.task, item.video, item.fps)
             except RewardInputError as error:
                 reward = failed_reward(error.message, f"items[{index}].{error.field}")
+            except Exception as error:  # one item's failure must not lose the others' results
+                reward = failed_reward(f"{type(error).__name__}: {error}")
             if on_result is not None:
                 on_result(index, reward)
             return reward
@@ -279,7 +301,16 @@ def option_dict(options: Mapping[str, object] | str | None) -> dict[str, str]:
                 raise RewardModelError(f"options: {part!r} must be key=value")
             pairs[key.strip()] = value.strip()
         options = pairs
-    return {str(key): str(int(value)) if isinstance(value, bool) else str(value) for key, value in options.items()}
+    return {str(key): str(int(value)) if isinstance(value, bool | np.bool_) else str(value)
+            for key, value in options.items()}
+
+
+def _say(line: str) -> None:
+    print(f"RewardModel: {line}", file=sys.stderr, flush=True)
+
+
+def _silent(line: str) -> None:
+    pass
 
 
 def _without_inputs_folder(message: str, path: str, video: Any) -> str:

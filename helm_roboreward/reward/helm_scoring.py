@@ -7,6 +7,7 @@ factory, ``<local_path>/cache`` SQLite request cache, retries). That is why a be
 byte-identical to helm-run's (tests/reward/test_same_request.py).
 """
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -58,12 +59,17 @@ def entry_description(model: str, deployment: str | None, options: dict[str, str
     return "roboreward:" + ",".join(parts)
 
 
-def route_model(model: str, deployment: str | None, options: dict[str, str], local_path: str) -> Routed:
-    """HELM's registries as helm-run loads them, then the run spec helm-run would build for this model."""
+def load_helm_registries(local_path: str) -> None:
+    """HELM's registries as helm-run loads them (once per process)."""
     try:
         load_registries(local_path)
     except ValueError as error:  # another local_path already loaded in this process, or unreadable YAML
         raise RewardModelError(str(error)) from None
+
+
+def route_model(model: str, deployment: str | None, options: dict[str, str], local_path: str) -> Routed:
+    """HELM's registries as helm-run loads them, then the run spec helm-run would build for this model."""
+    load_helm_registries(local_path)
     description = entry_description(model, deployment, options)
     try:
         run_specs = construct_run_specs(parse_object_spec(description))
@@ -76,6 +82,16 @@ def route_model(model: str, deployment: str | None, options: dict[str, str], loc
     frame_options = FrameOptions(**{field: args[field] for field in FRAME_FIELDS if field in args})
     client = get_model_deployment(spec.adapter_spec.model_deployment).client_spec.class_name
     return Routed(spec.adapter_spec, args["video"] == "native", frame_options, client)
+
+
+def _without_key_lookup_warnings(record: logging.LogRecord) -> bool:
+    """Drops HELM's ``Could not find key ...`` warnings (``helm/common/credentials_utils.provide_api_key``).
+
+    HELM warns while building any client whose key is not in ``credentials.conf``, also when the client needs none (a
+    vLLM server) or finds it elsewhere (``OPENAI_API_KEY``); printed first, it named a key nobody had to set. A
+    client that cannot be built raises, and :meth:`HelmSide.build_client` names what to put where.
+    """
+    return not record.getMessage().lstrip().startswith("Could not find key")
 
 
 class HelmSide:
@@ -98,6 +114,8 @@ class HelmSide:
         HELM builds a client on its first request; its factory method is the one way to build it as HELM does.
         """
         deployment = self.routed.adapter_spec.model_deployment
+        helm_logger = logging.getLogger("helm")
+        helm_logger.addFilter(_without_key_lookup_warnings)
         try:
             self.context.client._get_client(deployment)
         except Exception as error:  # each client raises its own type for a missing key or server URL
@@ -107,6 +125,8 @@ class HelmSide:
                 f"credentials in {self.local_path}/credentials.conf ({host}ApiKey, and {host}BaseUrl for a "
                 "served model), or its arguments in model_deployments.yaml"
             ) from None
+        finally:
+            helm_logger.removeFilter(_without_key_lookup_warnings)
 
     def request(self, task: str, content_type: str, media_paths: tuple[str, ...], instance_id: str) -> Request:
         """The request helm-run's adapter makes for an instance holding this prompt and media."""

@@ -1,13 +1,22 @@
 """``roboreward serve``: its arguments (argparse only, so building the CLI's parser stays cheap) and its handler."""
 
 import argparse
+import math
 import os
 import sys
 
 from helm_roboreward.reward.api import RewardModel
 
-SERVE_EXTRA = "pip install 'helm-roboreward[serve]'"
+SERVE_EXTRA = "pip install '.[serve]' from a checkout of helm-roboreward"
 DEFAULT_CONCURRENCY = 8
+NUMBERS = {  # option: (whole number, lowest, highest, lowest allowed itself, what it counts, default)
+    "--port": (True, 0, 65535, True, "0: any free port", "8100"),
+    "--max-concurrency": (True, 1, 1024, True, "model requests in flight", str(DEFAULT_CONCURRENCY)),
+    "--max-queue": (True, 0, 100_000, True, "items waiting", "64"),
+    "--max-body-mb": (False, 0, 65536, False, "MiB", "256"),
+    "--body-timeout": (False, 0, 3600, False, "seconds", "30"),
+}
+"""Every numeric option's range, checked in one place (:func:`checked_numbers`) before anything is loaded."""
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,35 +32,68 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="do not use HELM's request cache")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; any other "
                         "needs --token-file)")
-    parser.add_argument("--port", type=int, default=8100, help="port (default 8100)")
+    _add_number(parser, "--port", "port (0: any free port, shown when it listens)")
     parser.add_argument("--token-file", help="file holding a bearer token (mode 600); requests then need "
                         "'Authorization: Bearer <token>'")
     parser.add_argument("--allowed-root", help="accept video paths under this folder (default: no paths)")
-    parser.add_argument("--max-concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                        help=f"model requests in flight (default {DEFAULT_CONCURRENCY})")
-    parser.add_argument("--max-queue", type=int, default=64,
-                        help="items waiting beyond those; more get 503 with Retry-After (default 64)")
-    parser.add_argument("--max-body-mb", type=float, default=256.0, help="request body limit in MiB (default 256)")
+    _add_number(parser, "--max-concurrency", "model requests in flight")
+    _add_number(parser, "--max-queue", "items waiting beyond those; more get 503 with Retry-After")
+    _add_number(parser, "--max-body-mb", "request body limit in MiB; a larger body gets 413")
+    _add_number(parser, "--body-timeout", "seconds a request body may pause; then the request gets 408")
     parser.set_defaults(handler=run_serve, interrupted="stopped (answers already given stay in HELM's cache)")
 
 
+def _add_number(parser: argparse.ArgumentParser, option: str, meaning: str) -> None:
+    parser.add_argument(option, default=NUMBERS[option][5], help=f"{meaning}: {_allowed(option)} (default "
+                        f"{NUMBERS[option][5]})")
+
+
+def _allowed(option: str) -> str:
+    """``a whole number in [1, 1024]``: what the option takes."""
+    whole, lowest, highest, closed, _, _ = NUMBERS[option]
+    return f"{'a whole number' if whole else 'a number'} in {'[' if closed else '('}{lowest}, {highest}]"
+
+
+def checked_numbers(args: argparse.Namespace) -> dict[str, float]:
+    """Each numeric option as a number (keyed by its ``args`` name); ValueError, one line, for one out of range."""
+    numbers: dict[str, float] = {}
+    for option, (whole, lowest, highest, closed, meaning, default) in NUMBERS.items():
+        name = option[2:].replace("-", "_")
+        text = str(getattr(args, name)).strip()
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (lowest <= value if closed else lowest < value) and value <= highest):
+            raise ValueError(f"{option} {text}: must be {_allowed(option)} ({meaning}), e.g. {option} {default}")
+        numbers[name] = value
+    return numbers
+
+
+def say(line: str) -> None:
+    """A progress line on stderr, at once."""
+    print(f"roboreward serve: {line}", file=sys.stderr, flush=True)
+
+
 def run_serve(args: argparse.Namespace) -> int:
-    """Check the bind and token, build the model (a missing credential fails here), then serve."""
+    """Check the options, bind and token, build the model (a missing credential fails here), then serve."""
+    numbers = checked_numbers(args)
+    say(f"loading {args.model} ({args.deployment or 'its default deployment'}): the server, HELM's registries, "
+        "the model's client")
     try:
         from helm_roboreward.reward import server
     except ImportError as error:
         print(f"roboreward serve: {error.name or error} is not installed: {SERVE_EXTRA}", file=sys.stderr)
         return 2
 
-    limits = server.ServerLimits(max_concurrency=args.max_concurrency, max_queue=args.max_queue,
-                                 max_body_bytes=int(args.max_body_mb * server.MEBIBYTE))
+    limits = server.ServerLimits(max_concurrency=int(numbers["max_concurrency"]), max_queue=int(numbers["max_queue"]),
+                                 max_body_bytes=max(1, int(numbers["max_body_mb"] * server.MEBIBYTE)),
+                                 body_timeout_seconds=numbers["body_timeout"])
     token = server.read_token_file(args.token_file) if args.token_file else None
     server.check_bind(args.host, token)
     if args.allowed_root is not None and not os.path.isdir(args.allowed_root):
         raise ValueError(f"--allowed-root {args.allowed_root} is not a folder")
     model = RewardModel(args.model, args.deployment, args.local_path, args.options, args.media_dir,
                         cache=not args.no_cache)
-    print(f"roboreward serve: {model.model} via {model.deployment} ({model.settings['video']}) on "
-          f"http://{args.host}:{args.port}", file=sys.stderr)
-    server.serve(model, args.host, args.port, limits, args.allowed_root, token)
+    server.serve(model, args.host, int(numbers["port"]), limits, args.allowed_root, token)
     return 0

@@ -2,20 +2,24 @@
 
 ``POST /v1/score`` and ``POST /v1/score_batch`` (JSON: task and an mp4 or frames as base64, or a path under
 ``--allowed-root``), ``GET /v1/model`` and ``GET /healthz``. Model calls run in threads, at most
-``max_concurrency`` at once; beyond that ``max_queue`` items wait, and more get 503 with ``Retry-After``. Bodies
-over ``max_body_bytes`` get 413, bad fields 400 naming the field, and a failed model request ``failed: true`` (never
-a score). With a token every ``/v1`` route needs ``Authorization: Bearer <token>``. Formats, errors and
-security: docs/reward_api.md.
+``max_concurrency`` at once; beyond that ``max_queue`` items wait, and more get 503 with ``Retry-After``. A
+request takes its place only once its body has arrived; a body that stops arriving for ``body_timeout_seconds``
+gets 408. Bodies over ``max_body_bytes`` get 413, bad fields 400 naming the field, and a failed model request
+``failed: true`` (never a score); in a batch every item stands alone. With a token every ``/v1`` route needs
+``Authorization: Bearer <token>``. Formats, errors and security: docs/reward_api.md.
 """
 
 import base64
 import binascii
 import hmac
-import io
 import ipaddress
+import json
+import math
 import os
+import re
 import socket
 import stat
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
@@ -30,10 +34,19 @@ from starlette.routing import Route
 
 from helm_roboreward.protocol.safe_files import is_inside
 from helm_roboreward.reward.api import Reward, RewardModel, failed_reward
-from helm_roboreward.reward.inputs import Frames, RewardInputError, check_frames, check_task
+from helm_roboreward.reward.inputs import (
+    Frames,
+    RewardInputError,
+    check_frame_shape,
+    check_frames,
+    check_task,
+    decode_images,
+)
 
 DEFAULT_PORT = 8100
 MEBIBYTE = 1 << 20
+DEFAULT_BODY_TIMEOUT = 30.0
+"""Seconds a request body may pause (nginx's client_body_timeout is 60 s; a local client does not pause)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,8 @@ class ServerLimits:
     """Items waiting for a worker; beyond them a request gets 503 and ``Retry-After``."""
     max_body_bytes: int = 256 * MEBIBYTE
     retry_after_seconds: int = 2
+    body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT
+    """A body that stops arriving for this long gets 408 (the connection is closed)."""
 
     def __post_init__(self) -> None:
         for name in ("max_concurrency", "max_body_bytes", "retry_after_seconds"):
@@ -53,6 +68,8 @@ class ServerLimits:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_queue < 0:
             raise ValueError(f"max_queue must be 0 or more, got {self.max_queue}")
+        if not (math.isfinite(self.body_timeout_seconds) and self.body_timeout_seconds > 0):
+            raise ValueError(f"body_timeout_seconds must be a number > 0, got {self.body_timeout_seconds}")
 
     @property
     def capacity(self) -> int:
@@ -68,8 +85,19 @@ class _RefusedError(Exception):
         self.status, self.field, self.message, self.headers = status, field, message, headers or {}
 
 
+class _AsciiJSON(JSONResponse):
+    """JSON with every non-ASCII character escaped (a lone surrogate a client sent comes back escaped).
+
+    A lone surrogate (in a path, a field name) cannot be encoded as UTF-8: Starlette's rendering failed, and the
+    whole answer (a batch's every result) was lost.
+    """
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def _error(status: int, field: str | None, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"field": field, "message": message}}, status_code=status, headers=headers)
+    return _AsciiJSON({"error": {"field": field, "message": message}}, status_code=status, headers=headers)
 
 
 def _b64(value: object, field: str) -> bytes:
@@ -81,16 +109,6 @@ def _b64(value: object, field: str) -> bytes:
         raise RewardInputError(field, "is not valid base64") from None
 
 
-def _image(data: bytes, field: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            return np.asarray(image.convert("RGB"))
-    except (UnidentifiedImageError, OSError, ValueError) as error:
-        raise RewardInputError(field, f"is not an image PIL can read ({error})") from None
-
-
 class ItemReader:
     """Turns one JSON item into ``(task, video, fps)`` for :meth:`RewardModel.score`; paths stay under a root."""
 
@@ -98,6 +116,15 @@ class ItemReader:
 
     def __init__(self, allowed_root: str | None) -> None:
         self.allowed_root = os.path.realpath(allowed_root) if allowed_root else None
+        roots = sorted({os.path.realpath(allowed_root), os.path.abspath(allowed_root)} if allowed_root else (),
+                       key=len, reverse=True)  # as given and resolved; the longer first
+        self._roots = [re.compile(rf"(?<![\w./-]){re.escape(root)}(?:/|(?![\w.-]))") for root in roots]
+
+    def public(self, message: str) -> str:
+        """``message`` with the allowed root's own location taken out: paths read relative to the root."""
+        for root in self._roots:
+            message = root.sub(lambda found: "" if found.group().endswith("/") else ".", message)
+        return message
 
     def read(self, item: object) -> tuple[str, Any, float | None]:
         """Raises :class:`RewardInputError` naming the field."""
@@ -127,16 +154,13 @@ class ItemReader:
         images = video[kind]
         if not isinstance(images, list):
             raise RewardInputError("video.images_base64", "must be a list of base64 PNG or JPEG images")
-        arrays = [_image(_b64(data, f"video.images_base64[{i}]"), f"video.images_base64[{i}]")
-                  for i, data in enumerate(images)]
-        return task, check_frames(arrays, fps), None
+        encoded = [_b64(data, f"video.images_base64[{i}]") for i, data in enumerate(images)]
+        return task, decode_images(encoded, fps, "video.images_base64"), None  # sizes checked before decoding
 
     def _raw_frames(self, video: dict[str, Any], fps: object) -> Frames:
-        shape = video.get("shape")
-        if not (isinstance(shape, list) and len(shape) == 4 and all(isinstance(n, int) and n >= 0 for n in shape)):
-            raise RewardInputError("video.shape", "must be [T, H, W, 3] with the frames_base64 bytes' shape")
+        shape = check_frame_shape(video.get("shape"), "video.shape")  # in Python ints, within the pixel limits
         data = _b64(video["frames_base64"], "video.frames_base64")
-        expected = int(np.prod(shape))
+        expected = math.prod(shape)
         if len(data) != expected:
             raise RewardInputError("video.frames_base64", f"holds {len(data):,} bytes; shape {shape} needs "
                                                           f"{expected:,} (uint8 RGB, C order)")
@@ -152,7 +176,18 @@ class ItemReader:
         if not is_inside(path, self.allowed_root):  # links and '..' resolved: a link out of the root is refused
             raise RewardInputError("video.path", f"{value} lies outside the allowed root (links and '..' are "
                                                  "followed); give a path under it")
-        return os.path.realpath(path)
+        real = os.path.realpath(path)
+        try:  # messages name the path as the client gave it, never the root's own location
+            info = os.stat(real)
+        except FileNotFoundError:
+            raise RewardInputError("video.path", f"{value} does not exist under the allowed root") from None
+        except OSError as error:
+            raise RewardInputError("video.path", f"{value} cannot be read ({error.strerror or error})") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise RewardInputError("video.path", f"{value} is not a regular file; give an mp4 file")
+        if info.st_size == 0:
+            raise RewardInputError("video.path", f"{value} is empty (0 bytes)")
+        return real
 
 
 class RewardServer:
@@ -183,33 +218,42 @@ class RewardServer:
             try:
                 return await handler(request)
             except RewardInputError as error:
-                return _error(400, error.field, error.message)
+                return _error(400, error.field, self.reader.public(error.message))
             except _RefusedError as refused:
                 return _error(refused.status, refused.field, refused.message, refused.headers)
             except ClientDisconnect:
                 return Response(status_code=400)  # nobody reads it; the server goes on
             except Exception as error:  # e.g. a full disk under the media folder: the server goes on
-                return _error(500, None, f"{type(error).__name__}: {error}")
+                return _error(500, None, self.reader.public(f"{type(error).__name__}: {error}"))
         return guarded
 
     async def healthz(self, request: Request) -> Response:
         """``GET /healthz``: the process answers (no token needed)."""
-        return JSONResponse({"status": "ok"})
+        return _AsciiJSON({"status": "ok"})
 
     async def describe(self, request: Request) -> Response:
         """``GET /v1/model``: model, deployment, protocol version, settings and the server's limits."""
-        return JSONResponse({**self.model.settings, "server": {**asdict(self.limits), "held": self.held,
-                                                                "paths": self.reader.allowed_root is not None}})
+        return _AsciiJSON({**self.model.settings, "server": {**asdict(self.limits), "held": self.held,
+                                                              "paths": self.reader.allowed_root is not None}})
 
     async def _json(self, request: Request) -> Any:
-        import json
-
+        """The body as JSON: at most ``max_body_bytes`` (413), no pause over ``body_timeout_seconds`` (408)."""
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.limits.max_body_bytes:
             raise _RefusedError(413, "body", f"{int(length):,} bytes, over the limit of "
                                              f"{self.limits.max_body_bytes:,}; send fewer or smaller videos")
-        chunks, size = [], 0
-        async for chunk in request.stream():
+        chunks, size, stream = [], 0, request.stream()
+        while True:
+            chunk: bytes | None = None
+            with anyio.move_on_after(self.limits.body_timeout_seconds) as waited:
+                chunk = await anext(stream, None)
+            if waited.cancelled_caught:  # a stalled upload: answered, and its connection closed
+                pause = self.limits.body_timeout_seconds
+                raise _RefusedError(408, "body", f"stopped arriving: no bytes for {pause:g} s after {size:,} bytes "
+                                                 "(--body-timeout); send the body without pausing",
+                                    {"Connection": "close"})
+            if chunk is None:
+                break
             size += len(chunk)
             if size > self.limits.max_body_bytes:
                 raise _RefusedError(413, "body", f"over the limit of {self.limits.max_body_bytes:,} bytes; send "
@@ -217,14 +261,26 @@ class RewardServer:
             chunks.append(chunk)
         try:
             return json.loads(b"".join(chunks))
+        except RecursionError:
+            raise RewardInputError("body", "is nested too deeply to read; an item is {task, video[, fps]}, a few "
+                                           "levels deep") from None
         except ValueError as error:
             raise RewardInputError("body", f"is not JSON ({error})") from None
 
+    def _refuse_when_full(self) -> None:
+        """503 at once, before reading a body, when every place is taken (nothing is reserved here)."""
+        if self.held >= self.limits.capacity:
+            raise self._busy()
+
+    def _busy(self) -> _RefusedError:
+        return _RefusedError(503, None, f"busy: {self.held} items held, capacity {self.limits.capacity}; retry "
+                                        "later", {"Retry-After": str(self.limits.retry_after_seconds)})
+
     def _admit(self, count: int) -> None:
+        """Take ``count`` places: only once the body has arrived, so a slow upload holds none."""
         with self._held_lock:
             if self.held + count > self.limits.capacity:
-                raise _RefusedError(503, None, f"busy: {self.held} items held, capacity {self.limits.capacity}; retry "
-                                          "later", {"Retry-After": str(self.limits.retry_after_seconds)})
+                raise self._busy()
             self.held += count
 
     def _release(self, count: int) -> None:
@@ -238,50 +294,45 @@ class RewardServer:
 
     async def score(self, request: Request) -> Response:
         """``POST /v1/score``: one item."""
-        self._admit(1)  # before reading the body: a busy server refuses at once
+        self._refuse_when_full()
+        body = await self._json(request)
+        self._admit(1)
         try:
-            body = await self._json(request)
             task, video, fps = await anyio.to_thread.run_sync(self.reader.read, body)  # base64, images: off the loop
             reward = await self._score_one(task, video, fps)
         finally:
             self._release(1)
-        return JSONResponse(reward.to_json())
+        return _AsciiJSON(reward.to_json())
 
     async def score_batch(self, request: Request) -> Response:
-        """``POST /v1/score_batch``: ``{"items": [...]}``, answered in order."""
+        """``POST /v1/score_batch``: ``{"items": [...]}``, answered in order; an item that fails fails alone."""
+        self._refuse_when_full()
         body = await self._json(request)
         items = body.get("items") if isinstance(body, dict) else None
         if not isinstance(items, list) or not items:
             raise RewardInputError("items", "must be a non-empty list of {task, video[, fps]} objects")
         if len(items) > self.limits.capacity:
             raise RewardInputError("items", f"holds {len(items)} items; at most {self.limits.capacity} per request")
-
-        def read_all() -> list[tuple[str, Any, float | None]]:
-            read = []
-            for index, item in enumerate(items):
-                try:
-                    read.append(self.reader.read(item))
-                except RewardInputError as error:
-                    raise error.within(f"items[{index}]") from None
-            return read
-
-        parsed = await anyio.to_thread.run_sync(read_all)
-        self._admit(len(parsed))
-        results: list[Reward | None] = [None] * len(parsed)
+        self._admit(len(items))
+        results: list[Reward | None] = [None] * len(items)
         try:
             async with anyio.create_task_group() as group:
-                for index, (task, video, fps) in enumerate(parsed):
-                    group.start_soon(self._batch_item, results, index, task, video, fps)
+                for index, item in enumerate(items):
+                    group.start_soon(self._batch_item, results, index, item)
         finally:
-            self._release(len(parsed))
-        return JSONResponse({"results": [result.to_json() for result in results if result is not None]})
+            self._release(len(items))
+        return _AsciiJSON({"results": [result.to_json() for result in results if result is not None]})
 
-    async def _batch_item(self, results: list[Reward | None], index: int, task: str, video: Any,
-                          fps: float | None) -> None:
+    async def _batch_item(self, results: list[Reward | None], index: int, item: object) -> None:
+        """One item's reward, or its failure (an input error naming ``items[i].<field>``, or a server error)."""
         try:
+            task, video, fps = await anyio.to_thread.run_sync(self.reader.read, item)
             results[index] = await self._score_one(task, video, fps)
-        except RewardInputError as error:  # e.g. a video that does not decode: this item only
-            results[index] = failed_reward(error.message, f"items[{index}].{error.field}")
+        except RewardInputError as error:  # a bad field, a video that does not decode: this item only
+            field = f"items[{index}]" if error.field == "body" else f"items[{index}].{error.field}"
+            results[index] = failed_reward(self.reader.public(error.message), field)
+        except Exception as error:  # a server error (a damaged media folder): this item only, as a 500 would say
+            results[index] = failed_reward(self.reader.public(f"{type(error).__name__}: {error}"))
 
 
 def _bearer_matches(request: Request, token: str) -> bool:
@@ -342,7 +393,13 @@ def bound_socket(host: str, port: int) -> socket.socket:
 
 def serve(model: RewardModel, host: str, port: int, limits: ServerLimits, allowed_root: str | None,
           token: str | None, log_level: str = "info") -> None:
-    """Serve ``model`` until interrupted (Ctrl-C, SIGTERM)."""
+    """Serve ``model`` until interrupted (Ctrl-C, SIGTERM); says where it listens (port 0: a free port) on stderr."""
     check_bind(host, token)
     server = RewardServer(model, limits, allowed_root, token)
-    uvicorn_server(server.app, host, port, log_level).run()
+    sock = bound_socket(host, port)
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"roboreward serve: listening on http://{shown}:{port} ({limits.max_concurrency} slots, "
+          f"{limits.max_queue} waiting at most)", file=sys.stderr, flush=True)
+    with sock:
+        uvicorn_server(server.app, host, port, log_level).run(sockets=[sock])

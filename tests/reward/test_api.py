@@ -175,16 +175,23 @@ def test_unknown_model_and_bad_options_fail_at_start(reward_local_path: Path) ->
         RewardModel(RR8B, local_path=str(reward_local_path), options="video=sideways")
 
 
-def test_missing_credentials_fail_once_at_start(reward_local_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_credentials_fail_once_at_start(reward_local_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capfd: pytest.CaptureFixture[str],
+                                               caplog: pytest.LogCaptureFixture) -> None:
     credentials = reward_local_path / "credentials.conf"
     saved = credentials.read_text(encoding="utf-8")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     try:
         credentials.write_text("", encoding="utf-8")
+        capfd.readouterr()
         with pytest.raises(RewardModelError, match=r"credentials.conf \(openaiApiKey"):
             RewardModel("openai/gpt-5-mini-2025-08-07", local_path=str(reward_local_path))
     finally:
         credentials.write_text(saved, encoding="utf-8")
+    # Issue 36, B2: HELM's "Could not find key 'deployments' in credentials.conf" line no longer comes first
+    # (it named a key nobody needs to set); our error above names the one that is missing.
+    printed = capfd.readouterr()
+    assert "Could not find key" not in printed.out + printed.err + caplog.text
 
 
 def test_options_are_named(reward_local_path: Path, fake: FakeModelServer) -> None:

@@ -32,4 +32,4 @@ def test_serve_without_the_extra_names_it() -> None:
     code = ("import sys; sys.modules['starlette'] = None; "
             "from helm_roboreward.cli import main; sys.exit(main(['serve', '--model', 'x/y']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "helm-roboreward[serve]" in done.stderr
+    assert done.returncode == 2 and "pip install '.[serve]'" in done.stderr
