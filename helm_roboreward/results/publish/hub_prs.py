@@ -4,7 +4,9 @@ A deployment's repo is the Hub id its client loads or serves (``checkpoint`` of 
 client, ``served_model_name`` of the vLLM client) in the package's or ``--local-path``'s
 ``model_deployments.yaml``; ``--hub-repo MODEL=REPO`` names it for any other model. API models (OpenAI, Gemini,
 Claude) and the baselines have none: they are listed, never pushed. Pull requests go through huggingface_hub's
-``create_commit(create_pr=True)``, the Hub's own way to contribute results ("Community Contributions").
+``create_commit(create_pr=True)``, the Hub's own way to contribute results ("Community Contributions"); every
+request has the limit of every hub request (``ROBOREWARD_HUB_TIMEOUT``), and huggingface_hub retries one that timed
+out 5 times.
 """
 
 import os
@@ -14,8 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import yaml
+from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub.utils import HfHubHTTPError, RepositoryNotFoundError
 
 from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, config_dir
+from helm_roboreward.protocol.data_sources import HUB_TIMEOUT_VARIABLE, limit_hub_requests
 from helm_roboreward.results.publish.eval_results import EVAL_RESULTS_FILE
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+\Z")
@@ -23,6 +28,8 @@ _REPO_ARGS = ("checkpoint", "served_model_name")
 PR_TITLE = "Add RoboRewardBench evaluation results"
 _TRANSPORT_ERRORS = (("httpx2", "TransportError"), ("httpx", "TransportError"), ("requests", "ConnectionError"))
 """(module, class) of the "cannot reach the Hub" errors of the HTTP clients huggingface_hub versions use."""
+_TIMEOUT_ERRORS = (("httpx2", "TimeoutException"), ("httpx", "TimeoutException"), ("requests", "Timeout"))
+"""(module, class) of their "no answer in time" errors."""
 
 
 class PublishError(Exception):
@@ -87,10 +94,14 @@ def open_pull_request(repo: str, content: str, description: str, endpoint: str |
         description: The pull request's description (the verdict and the notes).
         endpoint: The Hub's URL (None: huggingface_hub's, ``HF_ENDPOINT``).
         token: A Hub token (None: huggingface_hub's own, ``HF_TOKEN`` or the login); never printed.
-    """
-    from huggingface_hub import CommitOperationAdd, HfApi
-    from huggingface_hub.utils import HfHubHTTPError, RepositoryNotFoundError
 
+    Raises:
+        PublishError: ``ROBOREWARD_HUB_TIMEOUT`` is not a number of seconds > 0.
+    """
+    try:
+        seconds = limit_hub_requests()  # a silent hub must not hold publish forever
+    except ValueError as error:
+        raise PublishError(str(error)) from None
     api = HfApi(endpoint=endpoint, token=token)
     try:
         info = api.create_commit(repo, [CommitOperationAdd(EVAL_RESULTS_FILE, content.encode("utf-8"))],
@@ -99,14 +110,18 @@ def open_pull_request(repo: str, content: str, description: str, endpoint: str |
     except RepositoryNotFoundError:
         return PullRequest(repo, None, f"no model repo {repo} on {api.endpoint} (or no access to it): check "
                                        "--hub-repo and your token (HF_TOKEN)")
-    except (HfHubHTTPError, OSError) + _transport_errors() as error:
+    except _errors(_TIMEOUT_ERRORS):
+        return PullRequest(repo, None, f"pull request on {repo} failed: no answer from {api.endpoint} within "
+                                       f"{seconds:g} s ({HUB_TIMEOUT_VARIABLE}, per request, after huggingface_hub's "
+                                       "retries): check the connection and HF_ENDPOINT, then rerun with --open-pr")
+    except (HfHubHTTPError, OSError) + _errors(_TRANSPORT_ERRORS) as error:
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         return PullRequest(repo, None, f"the Hub refused the pull request on {repo}: {first_line}")
     return PullRequest(repo, info.pr_url)
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    found = (getattr(sys.modules.get(module), name, None) for module, name in _TRANSPORT_ERRORS)
+def _errors(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], ...]:
+    found = (getattr(sys.modules.get(module), name, None) for module, name in names)
     return tuple(error for error in found if isinstance(error, type) and issubclass(error, BaseException))
 
 

@@ -4,10 +4,12 @@ booktabs rules, one column per subset in the official order, then the macro mean
 bold (ties all bold); the suite's rows first (best macro first), then, when every run read the public split, the
 published leaderboard's rows, marked and not rerun; a caption naming the suite, the dataset revision and each row's
 comparability (:mod:`.comparability`). Only ``article`` with geometry, booktabs and graphicx (Debian's
-texlive-latex-base and texlive-latex-recommended).
+texlive-latex-base and texlive-latex-recommended). The file is ASCII: :func:`escape` prints any name with the
+default font encoding, and a comment at its top lists the names it changed.
 """
 
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,12 +22,51 @@ LEADERBOARD_TEX = "leaderboard.tex"
 PUBLISHED_MARK = r"$^{\dagger}$"
 NOT_COMPARABLE_MARK = r"$^{*}$"
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}",
+            ">": r"\textgreater{}", "|": r"\textbar{}"}
+# pdflatex's default font encoding (OT1) prints < > | as the glyphs in their slots: inverted ! and ?, a dash.
+_BREAKS = {"Cc", "Zl", "Zp"}
+"""Unicode categories printed as a space: line breaks and control characters (a blank line ends a table row)."""
+_ASCII_FORMS = {"\u00df": "ss", "\u00e6": "ae", "\u00c6": "AE", "\u0153": "oe", "\u0152": "OE", "\u00f8": "o",
+                "\u00d8": "O", "\u0142": "l", "\u0141": "L", "\u0111": "d", "\u0110": "D", "\u00fe": "th",
+                "\u00de": "Th", "\u0131": "i", "\u2018": "`", "\u2019": "'", "\u201c": "``", "\u201d": "''",
+                "\u2013": "--", "\u2014": "---", "\u2026": "..."}
+"""Letters and punctuation with no decomposition to ASCII, and what LaTeX writes for them."""
 
 
 def escape(text: str) -> str:
-    """``text`` as LaTeX prints it verbatim (its special characters escaped)."""
-    return "".join(_SPECIAL.get(character, character) for character in text)
+    """``text`` as a stock pdflatex prints it, in ASCII.
+
+    Special characters escaped; line breaks and control characters as spaces; accented letters without their accents
+    (NFKD); any other non-ASCII character as its code point (``U+1F600``, typewriter type).
+    """
+    parts = []
+    for character in text:
+        if character.isascii() and character.isprintable():
+            parts.append(_SPECIAL.get(character, character))
+        elif unicodedata.category(character) in _BREAKS:
+            parts.append(" ")
+        else:
+            plain = "".join(part for part in unicodedata.normalize("NFKD", _ASCII_FORMS.get(character, character))
+                            if not unicodedata.combining(part))  # e-acute: e and its accent; a lone accent: nothing
+            parts.append(escape(plain) if plain.isascii() else rf"\texttt{{U+{ord(character):04X}}}")
+    return "".join(parts)
+
+
+def _changed_names(names: Sequence[str]) -> list[str]:
+    """Comment lines listing each name :func:`escape` prints otherwise than as written (as Python's ``ascii``)."""
+    changed = list(dict.fromkeys(name for name in names if not (name.isascii() and name.isprintable())))
+    if not changed:
+        return []
+    return ["% Names changed to print with a stock pdflatex (line breaks and control characters as spaces, accents "
+            "dropped, other", "% non-ASCII characters as their code point U+XXXX), as written:"] + [
+        f"%   {ascii(name)}" for name in changed]
+
+
+def _label(name: str, mark: str) -> str:
+    label = escape(name) + mark
+    # After \\ or \midrule, a row starting with [ or * would be read as their option: {} ends that.
+    return "{}" + label if label.lstrip().startswith(("[", "*")) else label
 
 
 @dataclass(frozen=True)
@@ -57,11 +98,11 @@ def _rows(facts: SuiteFacts, published: bool) -> list[TableRow]:
         values = dict(model.subset_mae)
         if model.macro_mae is not None:
             values[MACRO] = model.macro_mae
-        rows.append(TableRow(escape(model.display_name) + mark, values))
+        rows.append(TableRow(_label(model.display_name, mark), values))
     if published:
         for entry in PUBLISHED_LEADERBOARD:
             values = {**PUBLISHED_SUBSET_MAE.get(entry.model, {}), MACRO: entry.macro_mae}
-            rows.append(TableRow(escape(entry.display_name) + PUBLISHED_MARK, values, published=True))
+            rows.append(TableRow(_label(entry.display_name, PUBLISHED_MARK), values, published=True))
     return rows
 
 
@@ -120,6 +161,7 @@ def leaderboard_tex(facts: SuiteFacts, published: bool = True) -> str:
     lines = [
         "% Written by helm-roboreward (roboreward report). Compiles on its own with pdflatex; in a paper, copy the",
         "% table environment and add \\usepackage{booktabs,graphicx} to the preamble.",
+        *_changed_names([facts.suite] + [model.display_name for model in facts.models]),
         r"\documentclass{article}",
         r"\usepackage[landscape,margin=1.5cm]{geometry}",
         r"\usepackage{booktabs}",

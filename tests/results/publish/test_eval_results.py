@@ -78,8 +78,9 @@ def test_a_comparable_row_gives_the_macro_mae_then_each_subset() -> None:
     entries = yaml.safe_load(text)
     assert [entry["dataset"]["task_id"] for entry in entries] == [MACRO_TASK] + OFFICIAL_SUBSET_IDS
     assert entries[0]["value"] == pytest.approx(0.61) and entries[0]["dataset"]["revision"] == "a" * 40
-    assert entries[0]["notes"] == ("helm-roboreward, suite suite1, deployment vllm/m; 0 failed requests (each charged the maximum "
-                                   "error, failed=max_error, as the official rule says); official default settings; "
+    assert entries[0]["notes"] == ("helm-roboreward, suite suite1, deployment vllm/m; 0 failed requests (each charged "
+                                   "the maximum error, failed=max_error, as the official rule says); official default "
+                                   "settings; "
                                    "comparable with the published leaderboard")
     assert entries[0]["source"] == {"url": "https://huggingface.co/datasets/me/t", "name": "helm-roboreward traces"}
 

@@ -135,7 +135,7 @@ def test_failed_request_is_counted_and_left_out(copy: Path, tmp_path: Path) -> N
     answered = {name: [row for row in rows_of(name) if row["file_name"] != failed_row["file_name"]]
                 for name in SAMPLE_SUBSETS}
     recorded = subset_maes_from_stats(copy)  # before the edit below: what the run recorded
-    # stats.json agrees with the edited rows (one truth: a disagreement stops the report, tests/results/test_one_truth.py)
+    # stats.json agrees with the edited rows (a disagreement stops the report: tests/results/test_one_truth.py)
     stats = json.loads((run / "stats.json").read_text())
     for stat in stats:
         if stat["name"]["name"] == f"mae_subset_{subset}":
