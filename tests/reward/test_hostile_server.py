@@ -19,8 +19,8 @@ from helm_roboreward.reward import RewardModel
 from helm_roboreward.reward.server import RewardServer, ServerLimits
 from tests.helpers.fakes import CHAT, FakeModelServer
 from tests.helpers.reward import RR8B
+from tests.helpers.reward_server import Running, mp4_item, start
 from tests.helpers.sample import SAMPLE, sample_rows
-from tests.reward.test_server import Running, mp4_item, start
 
 ROWS = sample_rows()
 OTHER_VIDEO = SAMPLE / ROWS[1]["file_name"]

@@ -1,17 +1,14 @@
 """``roboreward serve``'s app on uvicorn, on a loopback port, over real HTTP: formats, errors, limits, the token."""
 
 import base64
-import http.client
 import io
 import json
 import os
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,58 +20,20 @@ from helm_roboreward.reward import RewardModel
 from helm_roboreward.reward.server import (
     RewardServer,
     ServerLimits,
-    bound_socket,
     check_bind,
     read_token_file,
-    uvicorn_server,
 )
 from tests.helpers.fakes import CHAT, FakeModelServer, Reply
 from tests.helpers.fakes.exchange import constant
 from tests.helpers.reward import RR8B, SILENT_DEPLOYMENT
-from tests.helpers.sample import SAMPLE, sample_rows
+from tests.helpers.reward_server import ROW, VIDEO, Running, mp4_item, start
 
-ROW = sample_rows()[0]
-VIDEO = SAMPLE / ROW["file_name"]
 TOKEN = "t0ken-for-the-tests-0123456789"
-
-
-@dataclass
-class Running:
-    port: int
-    app: RewardServer
-
-    def call(self, method: str, path: str, body: Any = None, token: str | None = None,
-             raw: bytes | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-        connection.request(method, path, body=data, headers=headers)
-        response = connection.getresponse()
-        payload = response.read()
-        connection.close()
-        return response.status, (json.loads(payload) if payload else {}), dict(response.getheaders())
 
 
 @pytest.fixture(scope="module")
 def model(reward_local_path: Path) -> RewardModel:
     return RewardModel(RR8B, "vllm/roboreward-8b", local_path=str(reward_local_path), cache=False)
-
-
-def start(app: RewardServer) -> Iterator[Running]:
-    sock = bound_socket("127.0.0.1", 0)
-    server = uvicorn_server(app.app, log_level="warning")
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    try:
-        yield Running(sock.getsockname()[1], app)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +44,6 @@ def served(model: RewardModel, tmp_path_factory: pytest.TempPathFactory) -> Iter
     os.symlink(VIDEO, root / "escape.mp4")  # a link out of it is not, even to a real video
     limits = ServerLimits(max_concurrency=2, max_queue=2, max_body_bytes=2 << 20)
     yield from start(RewardServer(model, limits, allowed_root=str(root)))
-
-
-def mp4_item(task: str = ROW["task"]) -> dict[str, Any]:
-    return {"task": task, "video": {"mp4_base64": base64.b64encode(VIDEO.read_bytes()).decode()}}
 
 
 def png(array: np.ndarray) -> str:
