@@ -27,7 +27,7 @@ LAYERS = {
     "protocol": 1,
     "helm_frontend": 2,
     "reward": 3, "results": 3, "model_tools": 3,
-    "robot_data": 4,
+    "robot_data": 4, "rl_rewards": 4, "inspect_frontend": 4,
     "cli": 5,
 }
 """Each package's layer: a module imports modules of its own package or of a lower layer only."""
@@ -45,7 +45,7 @@ RECORDED_CLASS_PATHS = (
 """Frozen since 0.1.0: HELM writes these into run_spec.json and reads them back (helm-summarize, reruns)."""
 
 PLUGIN_ENTRY_POINT = "roboreward = helm_roboreward.helm_frontend.plugin"
-HELM_FREE = ("protocol", "results", "robot_data", "config")
+HELM_FREE = ("protocol", "results", "robot_data", "rl_rewards", "config")
 MAX_DEFERRED_IMPORTS = 25
 MAX_SMALL_MODULES = 5  # modules under 40 lines, __init__.py files aside
 

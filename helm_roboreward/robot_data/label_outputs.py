@@ -4,6 +4,8 @@
   the model, deployment, the reward model's settings, source and camera (JSON under ``roboreward``).
 - ``roboreward_progress.parquet`` (prefix mode): LeRobot's progress schema (see
   :mod:`~helm_roboreward.robot_data.progress`), schema metadata ``reward_model_path`` = the model.
+- ``roboreward_frame_signals.parquet`` (``--format frame-signals`` or ``both``): LeRobot's frame-signal file,
+  schema v1 (:mod:`~helm_roboreward.robot_data.frame_signals`), provenance ``model.id`` = the model.
 - ``progress.png`` (prefix mode, needs matplotlib): each episode's progress curve with its anchors.
 - ``last_frames.png``: each episode's last frame with its score (the first :data:`MAX_SHEET_TILES`).
 - ``low_score_episodes.json`` (``--low-score N``): the episodes scored at or below N, also as an ``--episodes``
@@ -26,6 +28,7 @@ from PIL import Image, ImageDraw
 from helm_roboreward.protocol.rules import MAX_SCORE, PROMPT_VERSION
 from helm_roboreward.protocol.safe_files import write_atomically
 from helm_roboreward.reward.api import Reward
+from helm_roboreward.robot_data.frame_signals import FRAME_SIGNALS_FILE, frame_signals_model
 from helm_roboreward.robot_data.labels import format_selection
 from helm_roboreward.robot_data.progress import REWARD_MODEL_KEY, EpisodeProgress, progress_columns
 
@@ -187,7 +190,8 @@ def labelling_model(out: str, model: str, deployment: str | None) -> str | None:
     """The model (and deployment) whose labels ``out`` holds when it is not ``model`` (None: none, or this one's).
 
     Read from each output's own record: ``episode_rewards.parquet``'s and ``roboreward_progress.parquet``'s schema
-    metadata, ``low_score_episodes.json``'s ``model``; a file that cannot be read counts as another model's.
+    metadata, ``roboreward_frame_signals.parquet``'s provenance, ``low_score_episodes.json``'s ``model``; a file
+    that cannot be read counts as another model's.
     """
     found: list[tuple[str, str | None]] = []
     rewards = output_path(out, EPISODE_REWARDS_FILE)
@@ -205,6 +209,12 @@ def labelling_model(out: str, model: str, deployment: str | None) -> str | None:
             found.append((metadata.get(b"reward_model_path", b"").decode("utf-8", "replace"), None))
         except (OSError, ValueError):
             found.append((f"an unreadable {PROGRESS_FILE}", None))
+    signals = output_path(out, FRAME_SIGNALS_FILE)
+    if os.path.isfile(signals):
+        try:
+            found.append((frame_signals_model(signals), None))
+        except (OSError, ValueError):
+            found.append((f"an unreadable {FRAME_SIGNALS_FILE}", None))
     low = output_path(out, LOW_SCORE_FILE)
     if os.path.isfile(low):
         try:
@@ -218,7 +228,7 @@ def labelling_model(out: str, model: str, deployment: str | None) -> str | None:
     return None
 
 
-OPTIONAL_OUTPUTS = (PROGRESS_FILE, PROGRESS_PLOT, LOW_SCORE_FILE)
+OPTIONAL_OUTPUTS = (PROGRESS_FILE, FRAME_SIGNALS_FILE, PROGRESS_PLOT, LOW_SCORE_FILE)
 """The files a label run writes only in some modes or with some options."""
 
 

@@ -13,7 +13,8 @@
    under ``benchmark_output/scenarios/roboreward`` there, exactly where ``helm-run -o benchmark_output`` run in that
    folder puts them: the media locations a request carries, and so the cache keys of clients that key by location,
    are the same, and a rerun reuses what either wrote.
-4. The outputs (:mod:`~helm_roboreward.robot_data.label_outputs`) are written to ``<out>``.
+4. The outputs (:mod:`~helm_roboreward.robot_data.label_outputs`) are written to ``<out>``: per ``--format``, LeRobot
+   0.4's RA-BC progress file (prefix mode), LeRobot's frame-signal file (schema v1, either mode), or both.
 
 The source dataset is never written to: ``--out`` (and the working folder) must lie outside it. ``--out`` holds
 one model's labels: a folder holding another model's is refused before any work, and an earlier run's files of
@@ -31,11 +32,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from helm_roboreward.protocol import __version__
 from helm_roboreward.protocol.rows import DataError
 from helm_roboreward.protocol.rules import PROMPT_VERSION, TEST_SPLIT
 from helm_roboreward.protocol.safe_files import is_inside
 from helm_roboreward.reward.api import Reward, RewardModel, option_dict
 from helm_roboreward.reward.inputs import RewardModelError
+from helm_roboreward.robot_data import frame_signals as signals
 from helm_roboreward.robot_data import label_outputs as outputs
 from helm_roboreward.robot_data.importing import CopyRow, ImportRequest, ImportResult, import_lerobot
 from helm_roboreward.robot_data.lerobot_episodes import check_frame_indices, read_episodes
@@ -46,6 +49,12 @@ from helm_roboreward.robot_data.scoring import score_rows
 EPISODE_MODE = "episode"
 PREFIX_MODE = "prefix"
 MODES = (EPISODE_MODE, PREFIX_MODE)
+RABC_FORMAT = "rabc"
+FRAME_SIGNALS_FORMAT = "frame-signals"
+BOTH_FORMATS = "both"
+FORMATS = (RABC_FORMAT, FRAME_SIGNALS_FORMAT, BOTH_FORMATS)
+"""``--format``: which per-frame file(s): LeRobot 0.4's RA-BC progress parquet (prefix mode only; episode mode
+writes none, as before), LeRobot's frame-signal file (schema v1; both modes), or both (prefix mode)."""
 MEDIA_FOLDER = os.path.join("benchmark_output", "scenarios", "roboreward")
 """The media folder, relative to the working folder: where ``helm-run -o benchmark_output`` put the scenario's."""
 COMMAND_SETS = ("data", "subset", "model", "model_deployment")
@@ -76,6 +85,9 @@ class LabelRequest:
 
     entry_options: str = ""
     """Run-entry options that change the official defaults, e.g. ``video=frames,max_frames=16`` (comma-separated)."""
+
+    format: str = RABC_FORMAT
+    """Which per-frame file(s) to write (:data:`FORMATS`)."""
 
     progress: bool = True
 
@@ -153,8 +165,13 @@ def _check_request(request: LabelRequest) -> None:
         raise LabellingError(f"--low-score {request.low_score}: give a finite number (scores run 1..5)")
     if isinstance(request.threads, bool) or not isinstance(request.threads, int) or request.threads < 1:
         raise LabellingError(f"-n/--threads {request.threads!r}: give a whole number >= 1 (requests at a time)")
-    if request.mode == PREFIX_MODE:
-        # The progress file is keyed by the dataset-wide frame index: every episode's range must be its own.
+    if request.format not in FORMATS:
+        raise LabellingError(f"--format {request.format!r}: use {', '.join(FORMATS)}")
+    if request.format == BOTH_FORMATS and request.mode != PREFIX_MODE:
+        raise LabellingError("--format both: the RA-BC progress file needs --mode prefix (per-frame progress); in "
+                             "episode mode use --format frame-signals (one row per episode, at its last frame)")
+    if request.mode == PREFIX_MODE or request.format != RABC_FORMAT:
+        # The per-frame files are keyed by the dataset-wide frame index: every episode's range must be its own.
         info = read_info(request.dataset.root)
         check_frame_indices(read_episodes(info, choose_camera(info, request.dataset.camera)))
 
@@ -280,10 +297,14 @@ def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, model: R
     settings = _settings(request, copy, model, list(rewards.values()))
     files = [outputs.output_path(out, outputs.EPISODE_REWARDS_FILE)]
     outputs.write_episode_rewards(files[0], scores, camera, settings)
-    if request.mode == PREFIX_MODE:
-        curves = _episode_curves(rewards, copy)
+    curves = _episode_curves(rewards, copy) if request.mode == PREFIX_MODE else []
+    if request.mode == PREFIX_MODE and request.format != FRAME_SIGNALS_FORMAT:
         files.append(outputs.output_path(out, outputs.PROGRESS_FILE))
         outputs.write_progress(files[-1], [curve[0] for curve in curves], request.model)
+    if request.format != RABC_FORMAT:
+        files.append(outputs.output_path(out, signals.FRAME_SIGNALS_FILE))
+        _write_frame_signals(files[-1], request, copy, model, rewards, curves)
+    if request.mode == PREFIX_MODE:
         plot = outputs.output_path(out, outputs.PROGRESS_PLOT)
         if outputs.plot_progress(plot, curves, request.model):
             files.append(plot)
@@ -301,10 +322,50 @@ def _write_outputs(request: LabelRequest, out: str, copy: ImportResult, model: R
                        removed=removed)
 
 
+Curve = tuple[EpisodeProgress, list[int], list[float]]
+"""An episode's per-frame progress, its anchors' end frames and their progress."""
+
+
+def _write_frame_signals(path: str, request: LabelRequest, copy: ImportResult, model: RewardModel,
+                         rewards: dict[str, Reward], curves: list[Curve]) -> None:
+    """LeRobot's frame-signal file: every frame per episode (prefix mode), or each episode's last frame.
+
+    Raises:
+        LabellingError: The rows break LeRobot's contract (the file is not written; every answer is in the cache).
+    """
+    first = {episode.index: episode.first_frame_index for episode in copy.episodes}
+    episodes = []
+    if request.mode == PREFIX_MODE:
+        ends: dict[int, dict[int, float | None]] = {}
+        for row in copy.rows:
+            ends.setdefault(row.episode_index, {})[row.end_frame] = rewards[row.file_name].score
+        episodes = [signals.prefix_signals(curve.episode_index, curve.first_frame_index, curve.values,
+                                           ends[curve.episode_index]) for curve, _, _ in curves]
+    else:
+        for row in (row for row in copy.rows if row.end_frame == row.length):
+            reward = rewards[row.file_name]
+            episodes.append(signals.episode_signals(row.episode_index, first[row.episode_index], row.length,
+                                                    reward.score, reward.progress))
+    provenance = {
+        "producer": {"name": "helm-roboreward", "version": __version__},
+        "dataset": copy.provenance.get("source"), "camera": copy.provenance.get("camera", {}).get("key"),
+        "model": {"id": request.model, "deployment": model.deployment, "settings": model.settings},
+        "adapter": {"id": f"{signals.ADAPTER_ID}.{request.mode}", "version": 1,
+                    "options": {"mode": request.mode, "anchors": request.anchors, "subset": copy.subset,
+                                "entry_options": request.entry_options, "prompt_version": PROMPT_VERSION}},
+    }
+    try:
+        signals.write_frame_signals(path, episodes, provenance)
+    except ValueError as error:
+        raise LabellingError(f"{path}: not written, LeRobot's frame-signal contract is broken: {error}. The scores "
+                             "are in episode_rewards.parquet; use --format rabc (or fix the dataset's meta/) and "
+                             "rerun (a served model's answers then come from the request cache)") from None
+
+
 def _settings(request: LabelRequest, copy: ImportResult, model: RewardModel, rewards: list[Reward]) -> dict[str, Any]:
     return {
         "model": request.model, "deployment": model.deployment, "reward_model": model.settings,
-        "threads": request.threads, "local_path": request.local_path, "mode": request.mode,
+        "threads": request.threads, "local_path": request.local_path, "mode": request.mode, "format": request.format,
         "anchors": request.anchors, "prompt_version": PROMPT_VERSION, "source": copy.provenance.get("source"),
         "camera": copy.provenance.get("camera"), "subset": copy.subset, "working_copy": copy.out,
         "media_dir": model.media_dir, "requests": len(rewards),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from helm_roboreward.robot_data.episode_clips import DEFAULT_CRF
 from helm_roboreward.robot_data.hub_source import fetch_hub_dataset
 from helm_roboreward.robot_data.importing import ImportRequest, describe_source, import_lerobot
-from helm_roboreward.robot_data.labelling import LabelRequest, label_episodes
+from helm_roboreward.robot_data.labelling import FORMATS, RABC_FORMAT, LabelRequest, label_episodes
 from helm_roboreward.robot_data.labels import LABEL_SOURCES
 from helm_roboreward.robot_data.lerobot_format import metadata_fingerprint, read_info
 from helm_roboreward.robot_data.predictions_export import export_predictions
@@ -52,7 +52,8 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
         "label", help="score every episode of a LeRobot dataset with any model, through the reward API",
         description="Score episodes with a model, each by the request helm-run would send for it (HELM's clients, "
         "request cache and retries, -n at a time, in this process), and write episode_rewards.parquet (and, with "
-        "--mode prefix, LeRobot's per-frame progress parquet).")
+        "--mode prefix, LeRobot's per-frame progress parquet; with --format frame-signals, LeRobot's frame-signal "
+        "parquet).")
     _add_source_options(label)
     label.add_argument("--model", required=True, help="a model name, as in model= of a run entry")
     label.add_argument("--model-deployment", help="a deployment, as in model_deployment= of a run entry")
@@ -60,6 +61,9 @@ def add_robot_data_commands(commands: "argparse._SubParsersAction[argparse.Argum
     label.add_argument("--mode", choices=["episode", "prefix"], default="episode",
                        help="episode: one score per episode; prefix: also K prefix clips for per-frame progress")
     label.add_argument("--anchors", type=int, default=0, help="prefix mode: clips [0, t_k] at K end times")
+    label.add_argument("--format", choices=FORMATS, default=RABC_FORMAT,
+                       help="per-frame file: rabc (LeRobot 0.4's RA-BC progress parquet, prefix mode), frame-signals "
+                       "(LeRobot's frame-signal parquet, schema v1, either mode) or both (default rabc)")
     label.add_argument("--low-score", type=float, help="list episodes scored at or below this")
     label.add_argument("-n", "--threads", type=int, default=4, help="requests at a time, as helm-run -n (default 4)")
     label.add_argument("--local-path", default="prod_env",
@@ -122,7 +126,8 @@ def _label(args: argparse.Namespace) -> int:
     request = LabelRequest(dataset=_request(args, "", root, source), out=args.out, model=args.model,
                            deployment=args.model_deployment, mode=args.mode, anchors=args.anchors,
                            low_score=args.low_score, threads=args.threads, local_path=args.local_path,
-                           work=args.work, entry_options=args.entry_options, progress=not args.quiet)
+                           work=args.work, entry_options=args.entry_options, format=args.format,
+                           progress=not args.quiet)
     result = label_episodes(request, ensure)
     scored = [item for item in result.scores if item.reward.score is not None]
     print(f"roboreward label: {len(result.scores)} episodes of {describe_source(source)} scored by {args.model} "
