@@ -122,6 +122,30 @@ _NETWORK_ERRORS = (
 )
 
 
+_HTTP_ERRORS = (("httpx2", "HTTPError"), ("httpx", "HTTPError"), ("requests", "RequestException"))
+_TIMEOUT_ERRORS = (("httpx2", "TimeoutException"), ("httpx", "TimeoutException"), ("requests", "Timeout"))
+
+
+def _loaded_error_types(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], ...]:
+    """The classes ``names`` lists in the modules already imported (huggingface_hub imports its HTTP client)."""
+    found = (getattr(sys.modules.get(module), name, None) for module, name in names)
+    return tuple(error for error in found if isinstance(error, type) and issubclass(error, BaseException))
+
+
+def hub_http_error_types() -> tuple[type[BaseException], ...]:
+    """Every error of the HTTP client the installed huggingface_hub uses (httpx2, httpx or requests).
+
+    Which one depends on its version (``huggingface_hub>=0.24`` is allowed; the ``inspect`` extra's pins hold it
+    at 1.16, which uses httpx): catch these, never one client's classes by name.
+    """
+    return _loaded_error_types(_HTTP_ERRORS)
+
+
+def hub_timeout_error_types() -> tuple[type[BaseException], ...]:
+    """Its "no answer in time" errors."""
+    return _loaded_error_types(_TIMEOUT_ERRORS)
+
+
 class HubDownloadError(Exception):
     """The dataset could not be downloaded; the message says what failed and how to fix it."""
 
@@ -252,12 +276,7 @@ def _normalize_subsets(subsets: Sequence[str] | None) -> tuple[str, ...] | None:
 
 def _network_error_types() -> tuple[type[BaseException], ...]:
     """Exceptions that mean "the hub cannot be reached" for the HTTP client in use."""
-    found: list[type[BaseException]] = [OfflineModeIsEnabled, ConnectionError, TimeoutError]
-    for module_name, attribute in _NETWORK_ERRORS:
-        error_type = getattr(sys.modules.get(module_name), attribute, None)
-        if isinstance(error_type, type) and issubclass(error_type, BaseException):
-            found.append(error_type)
-    return tuple(found)
+    return (OfflineModeIsEnabled, ConnectionError, TimeoutError) + _loaded_error_types(_NETWORK_ERRORS)
 
 
 def _probe(target: _Target) -> tuple[_RemoteTestFolder | None, BaseException | None]:

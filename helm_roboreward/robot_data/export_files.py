@@ -16,7 +16,12 @@ import shutil
 import tempfile
 from typing import Any
 
-from helm_roboreward.protocol.data_sources import describe_error, limit_hub_requests
+from helm_roboreward.protocol.data_sources import (
+    describe_error,
+    hub_http_error_types,
+    hub_timeout_error_types,
+    limit_hub_requests,
+)
 from helm_roboreward.protocol.rows import DataError
 from helm_roboreward.protocol.safe_files import file_mode, is_inside
 
@@ -138,17 +143,15 @@ def push(dataset: Any, repo_id: str, private: bool, token: str | None, out: str 
     Raises:
         DataError: The hub refused the connection, did not answer in time, or answered an error.
     """
-    import httpx2
     from huggingface_hub import constants
     from huggingface_hub.errors import HfHubHTTPError
-
 
     seconds = limit_hub_requests()
     try:
         dataset.push_to_hub(repo_id, private=private, token=token)
-    except (HfHubHTTPError, httpx2.HTTPError, OSError) as error:
+    except (HfHubHTTPError, OSError) + hub_http_error_types() as error:
         kept = f"the export is written to {out}; " if out else ""
-        limit = f" (no answer within {seconds:g} s)" if isinstance(error, httpx2.TimeoutException) else ""
+        limit = f" (no answer within {seconds:g} s)" if isinstance(error, hub_timeout_error_types()) else ""
         raise DataError(f"--push-to-hub {repo_id}: the push to {constants.ENDPOINT} failed{limit} "
                         f"({describe_error(error, token)}); {kept}the hub dataset changes only when its one commit "
                         "completes: check the connection, HF_ENDPOINT and HF_TOKEN, then rerun") from None

@@ -12,7 +12,6 @@ that repository's cache folder (:func:`~helm_roboreward.robot_data.lerobot_forma
 import os
 from dataclasses import dataclass, field
 
-import httpx2
 from huggingface_hub import snapshot_download
 from huggingface_hub.utils import (
     GatedRepoError,
@@ -22,7 +21,7 @@ from huggingface_hub.utils import (
     RevisionNotFoundError,
 )
 
-from helm_roboreward.protocol.data_sources import describe_error, limit_hub_requests
+from helm_roboreward.protocol.data_sources import describe_error, hub_http_error_types, limit_hub_requests
 from helm_roboreward.protocol.rows import DataError
 
 REPO_TYPE = "dataset"
@@ -93,6 +92,6 @@ def _download(repo_id: str, revision: str, patterns: list[str], endpoint: str | 
         raise HubDatasetError(f"{where}: the hub cannot be reached and the cache does not hold the files "
                               f"({type(error).__name__}); go online, set HF_ENDPOINT to a mirror, or download the "
                               "dataset elsewhere and import its folder") from None
-    except (HfHubHTTPError, httpx2.HTTPError, OSError) as error:
+    except (HfHubHTTPError, OSError) + hub_http_error_types() as error:
         raise HubDatasetError(f"{where}: the download failed ({describe_error(error, token)}); retry, or import a "
                               "local copy of the dataset") from None
