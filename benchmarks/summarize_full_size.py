@@ -4,7 +4,8 @@ Builds the synthetic 2,831-row copy of ``warm_leaderboard.py`` (the published ro
 runs the 23 subset entries once with the offline constant baseline, then clones those 23 runs for 25 model names
 (registered in a ``--local-path`` of their own), which is what summarize reads: 575 runs of 2,831 rows each model.
 Then it times, in fresh processes, with CPU seconds (user + system) and peak memory (``/usr/bin/time``; on a
-shared machine the CPU seconds move less than the wall clock):
+shared machine the CPU seconds move less than the wall clock), the seconds to the first output line and those from
+HELM's "Done." to the process's exit:
 
 - README's ``helm-summarize`` command with this package's summarizer and HELM's default ``--num-threads`` (8);
   before the fix it crashed in every try on Python 3.11.7 (mako compiling templates in 8 threads at once);
@@ -27,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 from warm_leaderboard import build_copy
@@ -85,16 +88,41 @@ def clone_runs(suite_dir: Path, models: int) -> int:
     return len(sources) * models
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, float, float, int]:
-    """``(seconds, CPU seconds, peak resident MB, exit status)`` of one command in a fresh process."""
-    started = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *command], cwd=cwd, capture_output=True, text=True,
-                          env=environment())
-    seconds = time.perf_counter() - started
-    last = done.stderr.strip().splitlines()[-1].split() if done.stderr.strip() else ["0", "0", "0"]
-    if done.returncode != 0:
-        print(done.stdout[-1500:], done.stderr[-1500:])
-    return seconds, float(last[1]) + float(last[2]), int(last[0]) / 1024, done.returncode
+@dataclass
+class Timing:
+    """One command's figures: wall seconds, and the seconds to its first output line and from HELM's "Done." to its
+    exit (None without such a line), CPU seconds (user + system, children included), peak resident MB, exit status."""
+
+    seconds: float
+    first_line: float | None
+    done_to_exit: float | None
+    cpu: float
+    peak_mb: float
+    status: int
+
+
+def timed(command: list[str], cwd: Path) -> Timing:
+    """Run ``command`` in a fresh process, reading its output (stdout and stderr) line by line as it comes."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as usage:
+        started = time.perf_counter()
+        process = subprocess.Popen(["/usr/bin/time", "-o", usage.name, "-f", "%M %U %S", *command], cwd=cwd,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environment())
+        assert process.stdout is not None
+        first = done = None
+        tail: deque[bytes] = deque(maxlen=30)
+        for line in process.stdout:
+            now = time.perf_counter() - started
+            first = now if first is None else first
+            if done is None and line.rstrip().endswith(b" Done."):
+                done = now
+            tail.append(line)
+        status = process.wait()
+        seconds = time.perf_counter() - started
+        fields = (usage.read().strip().splitlines() or ["0 0 0"])[-1].split()
+    if status != 0:
+        print(b"".join(tail).decode(errors="replace")[-3000:])
+    return Timing(seconds, first, None if done is None else seconds - done, float(fields[1]) + float(fields[2]),
+                  int(fields[0]) / 1024, status)
 
 
 def main() -> int:
@@ -125,20 +153,24 @@ def main() -> int:
     summarize = [str(BIN / "helm-summarize"), "--suite", suite, "--schema-path", str(REPO / "static" /
                  "schema_roboreward.yaml"), "--local-path", str(local), "--output-path", "benchmark_output",
                  "--summarizer-class-name", "helm_roboreward.helm_frontend.summarizer.RoboRewardSummarizer"]
-    rows = []
+    rows: list[tuple[str, Timing]] = []
     for label, extra in (("helm-summarize (default --num-threads 8)", []),
                          ("helm-summarize --num-threads 1", ["--num-threads", "1"])):
-        rows.append((label, *timed(summarize + extra, work)))
+        rows.append((label, timed(summarize + extra, work)))
     report = [str(BIN / "roboreward"), "report", "--suite", suite, "--output-path", "benchmark_output",
               "--local-path", str(local), "--out", str(work / "report")]
-    rows.append(("roboreward report", *timed(report, work)))
-    print(f"{'command':45} {'seconds':>8} {'CPU s':>8} {'peak MB':>8} {'exit':>5}")
-    for label, seconds, cpu, peak, status in rows:
-        print(f"{label:45} {seconds:8.1f} {cpu:8.1f} {peak:8.0f} {status:5d}")
-    print(f"summarize (default threads) + report: {rows[0][1] + rows[2][1]:.1f} s wall, "
-          f"{rows[0][2] + rows[2][2]:.1f} s CPU; load average at the end: {os.getloadavg()[0]:.2f}")
-    print(f"default threads / one thread: {rows[0][1] / rows[1][1]:.2f}x (python {sys.version.split()[0]})")
-    return 0 if all(status == 0 for *_, status in rows) else 1
+    rows.append(("roboreward report", timed(report, work)))
+    print(f"{'command':45} {'seconds':>8} {'1st line':>8} {'Done->exit':>10} {'CPU s':>8} {'peak MB':>8} {'exit':>5}")
+    for label, timing in rows:
+        first = "-" if timing.first_line is None else f"{timing.first_line:.1f}"
+        after = "-" if timing.done_to_exit is None else f"{timing.done_to_exit:.2f}"
+        print(f"{label:45} {timing.seconds:8.1f} {first:>8} {after:>10} {timing.cpu:8.1f} {timing.peak_mb:8.0f} "
+              f"{timing.status:5d}")
+    print(f"summarize (default threads) + report: {rows[0][1].seconds + rows[2][1].seconds:.1f} s wall, "
+          f"{rows[0][1].cpu + rows[2][1].cpu:.1f} s CPU; load average at the end: {os.getloadavg()[0]:.2f}")
+    print(f"default threads / one thread: {rows[0][1].seconds / rows[1][1].seconds:.2f}x "
+          f"(python {sys.version.split()[0]})")
+    return 0 if all(timing.status == 0 for _, timing in rows) else 1
 
 
 if __name__ == "__main__":

@@ -15,7 +15,11 @@ Over HELM 0.5.16's summarizer it:
 - still writes the leaderboard when media files a run points to are gone (a copy of ``runs/`` alone, a
   deleted cached frame): HELM rebuilds every request's ``MediaObject`` for the predictions pages, which
   asserts that its local file exists, and one missing frame would stop helm-summarize before any table
-  is written. Such a run's predictions page is skipped, with one log line naming a missing file and the fix.
+  is written. Such a run's predictions page is skipped, with one log line naming a missing file and the fix;
+- says what it does as soon as HELM hands it the suite (HELM's own first line waits for its imports, and it then
+  reads every run in silence), logs the predictions pages' progress, and leaves the objects alive at its start
+  and end to no further garbage collection, so that the process ends soon after HELM's "Done."
+  (:meth:`RoboRewardSummarizer.run_pipeline`).
 
 Aggregation in the added tables: the MAE tables are macro means over the subsets that have the
 group (the official overall rule applied within a robot or kind); rates are macro means over
@@ -24,8 +28,11 @@ pooled over all rows).
 """
 
 import dataclasses
+import gc
 import hashlib
 import os
+import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -43,7 +50,7 @@ from helm.benchmark.presentation.summarize import (
     get_unique_stat_by_matcher,
 )
 from helm.benchmark.presentation.table import Cell, HeaderCell, Table
-from helm.common.hierarchical_logger import hwarn
+from helm.common.hierarchical_logger import hlog, hwarn
 
 from helm_roboreward.helm_frontend.predictions_pages import (  # noqa: F401 (missing_media*: this module's names too)
     missing_media,
@@ -92,6 +99,11 @@ PEER_RATES: tuple[StatDefinition, ...] = tuple(stat(name) for name in ("abs_erro
 PEER_PREDICTIONS: tuple[StatDefinition, ...] = tuple(stat(name) for name in PREDICTED_SCORE_GOLD_STATS)
 """The peer table's mean prediction per gold score, pooled over the runs' parsed answers."""
 
+
+PROGRESS_SECONDS = 10.0
+"""The predictions-page phase logs its progress at most this often, and once at its end."""
+HEAVY_IMPORTS = ("torch", "spacy", "nltk", "sklearn")
+"""Packages HELM's summarize imports before it logs anything (crfm-helm 0.5.16: 5 s on a quiet machine)."""
 
 MAX_FOLDER_IN_NAME = 24
 """Characters of a local copy's folder name kept in table names (the hash of its path keeps them apart)."""
@@ -146,8 +158,74 @@ def _subset_of(run: Run) -> str:
     return str(run.run_spec.scenario_spec.args.get("subset", ""))
 
 
+def seconds_since_start() -> float | None:
+    """Wall-clock seconds since this process started (Linux's ``/proc``); None where that cannot be read."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()  # field 3 onwards: the name may hold spaces
+        with open("/proc/uptime", encoding="ascii") as handle:
+            uptime = float(handle.read().split()[0])
+        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))  # field 22: start, in ticks
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def page_workers(num_threads: int) -> int:
+    """Worker processes for the predictions pages: ``--num-threads``, at most one per CPU this process may use."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(num_threads, cpus)
+
+
+def _run_folder_count(suite_path: str) -> int | None:
+    """Run folders in a suite as HELM reads them (``run_spec.json`` and ``stats.json``); None: no such folder."""
+    try:
+        names = os.listdir(suite_path)
+    except OSError:
+        return None
+    return sum(1 for name in names if all(os.path.isfile(os.path.join(suite_path, name, file))
+                                          for file in ("run_spec.json", "stats.json")))
+
+
 class RoboRewardSummarizer(Summarizer):
     """HELM's summarizer plus the RoboReward leaderboard fixes and breakdown tables."""
+
+    def run_pipeline(self, skip_completed: bool) -> None:
+        """HELM's pipeline, after a line that says what it does; objects alive at its start and end are frozen.
+
+        HELM logs its first line (``summarize {``) only once it has imported torch, spacy and nltk (5 s on a quiet
+        machine, 10-20 s on a busy one, more while the disk cache is cold), and from here it reads every run's
+        files with no line (a progress bar on a terminal only). The first line here names the suite, its runs,
+        how the predictions pages are written, and how long HELM took to start.
+
+        ``gc.freeze()`` at the start (HELM's modules and registries: about 400,000 objects) and at the end (the
+        runs and tables): these live until the process ends, so the garbage collector need not traverse them
+        again, and the collections Python makes while it exits no longer walk them all. At 575 runs on a shared
+        2-core machine the exit after HELM's "Done." went from 1.2-5.1 s to 0.3-0.4 s (docs/benchmarks.md). A
+        caller that runs the pipeline inside a longer-lived process can call ``gc.unfreeze()`` after it.
+        """
+        line = self._start_line()
+        if line:
+            hlog(line)
+        gc.freeze()
+        super().run_pipeline(skip_completed)
+        gc.freeze()
+
+    def _start_line(self) -> str | None:
+        """What the summarize is about to do; None when a suite folder is missing (HELM says so next)."""
+        counts = [_run_folder_count(path) for path in self.run_suite_paths]
+        if any(count is None for count in counts):
+            return None
+        workers = page_workers(self.num_threads)
+        how = (f"up to {workers} worker processes" if workers > 1 and sys.platform.startswith("linux")
+               else "in this process")
+        suites = ("suite " if len(self.suites) == 1 else "suites ") + ", ".join(self.suites)
+        started = seconds_since_start()
+        heavy = ", ".join(name for name in HEAVY_IMPORTS if name in sys.modules)
+        loaded = "" if started is None else f"; HELM took {started:.1f} s to start" + (
+            f" (it imports {heavy})" if heavy else "")
+        return (f"RoboReward summarizer: {sum(count or 0 for count in counts)} runs in {suites} "
+                f"({', '.join(self.run_suite_paths)}); reading them, then writing their predictions pages ({how}) "
+                f"and the leaderboard tables{loaded}")
 
     def write_schema(self) -> None:
         """Write schema.json with a leaderboard group that has runs first (the landing page shows the first)."""
@@ -173,12 +251,13 @@ class RoboRewardSummarizer(Summarizer):
 
         A run fails here only because HELM rebuilds its requests' media objects, which assert that every local
         file exists; any other failure is re-raised. Display files of a skipped run that are older than its
-        scenario state are removed (they would show an earlier run's answers).
+        scenario state are removed (they would show an earlier run's answers). The phase logs its progress every
+        :data:`PROGRESS_SECONDS` and a line at its end.
         """
         skipped: list[tuple[str, list[str]]] = []
-        workers = min(self.num_threads, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1)
-        for run, outcome in zip(self.runs, run_pages(self.runs, self.schema, skip_completed, workers), strict=True):
+        outcomes = run_pages(self.runs, self.schema, skip_completed, page_workers(self.num_threads))
+        started = logged = time.monotonic()
+        for done, (run, outcome) in enumerate(zip(self.runs, outcomes, strict=True), start=1):
             if outcome.missing:
                 skipped.append((run.run_spec.name, outcome.missing))
             if outcome.warning:
@@ -189,6 +268,12 @@ class RoboRewardSummarizer(Summarizer):
             mismatch = model_mismatch_warning(run)
             if mismatch:
                 hwarn(mismatch)
+            if time.monotonic() - logged >= PROGRESS_SECONDS and done < len(self.runs):
+                logged = time.monotonic()
+                hlog(f"RoboReward summarizer: predictions pages of {done} of {len(self.runs)} runs written "
+                     f"({100 * done // len(self.runs)}%, {logged - started:.0f} s)")
+        hlog(f"RoboReward summarizer: predictions pages of {len(self.runs)} runs written in "
+             f"{time.monotonic() - started:.1f} s; next: runs.json and the leaderboard tables")
         if skipped:
             hwarn(missing_media_message(skipped))
 
