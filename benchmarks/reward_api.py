@@ -10,11 +10,13 @@ latency added at rest), each caller makes one untimed call (warm-up), then ``--r
 - ``direct``: the exact body the API sends, posted straight to the backend (``http.client``, one connection per
   caller): the floor;
 - ``api``: ``RewardModel.score(task, mp4 path)`` in this process (one thread per caller);
-- ``server``: ``POST /v1/score`` with the mp4 as base64 to ``roboreward serve`` (a subprocess,
-  ``--max-concurrency`` = callers).
+- ``server xN``: ``POST /v1/score`` with the mp4 as base64 to ``roboreward serve --workers N`` (a subprocess,
+  ``--max-concurrency`` and ``--max-queue`` = callers), for each N of ``--workers`` (default 1 and this machine's
+  cores).
 
 Throughput is calls / wall; the ideal is callers / latency. Added latency is the path's p50 (p95) minus
-direct's p50 (p95). Goal (issue 28): at least 0.9x the ideal; added p50 at most 30 ms.
+direct's p50 (p95), measured in the same block. Goal (issues 28, 37): at least 0.9x the ideal; added p50 at most
+30 ms. A last table puts the servers' figures side by side; the load average is printed before and after.
 
 With ``--label-episodes N`` it times ``roboreward label --model baseline/constant-3`` instead, on a LeRobot v3.0
 dataset of N episodes (the layout writer of tests/helpers/lerobot_datasets.py): cold (a fresh request cache and
@@ -25,7 +27,8 @@ same command of that version runs first, cold and again, with ``PYTHONPATH=DIR``
 pseudo-terminal subprocess, outputs), and today's label then reruns into its ``--out`` and ``--local-path`` (a
 model served over HTTP would answer from the cache the old path wrote; the baseline, which uses none, recomputes).
 
-    python benchmarks/reward_api.py [--latencies 0.5 2] [--callers 1 8 32] [--rounds 4] [--quick]
+    python benchmarks/reward_api.py [--latencies 0.5 2] [--callers 1 8 32] [--rounds 4] [--workers 1 2]
+                                    [--no-api] [--quick]
     python benchmarks/reward_api.py --label-episodes 200 [--label-baseline DIR]
 """
 
@@ -50,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from helm_roboreward.reward.worker_processes import machine_cores
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL, DEPLOYMENT = "teetone/roboreward-8b", "vllm/roboreward-8b"
@@ -180,13 +185,15 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def start_server(local: Path, media: Path, callers: int, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(local: Path, media: Path, callers: int, log: Path,
+                 workers: int = 1) -> tuple[subprocess.Popen[bytes], int]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [str(Path(sys.executable).parent / "roboreward"), "serve", "--model", MODEL, "--deployment",
                DEPLOYMENT, "--local-path", str(local), "--media-dir", str(media), "--no-cache", "--port", str(port),
-               "--max-concurrency", str(callers), "--max-queue", str(callers)]
+               "--max-concurrency", str(callers), "--max-queue", str(callers),
+               "--workers", str(workers)]
     process = subprocess.Popen(command, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 600  # start-up imports HELM: minutes on a busy 2-core machine
     while time.monotonic() < deadline and process.poll() is None:
@@ -206,6 +213,9 @@ def main() -> None:
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.5, 2.0])
     parser.add_argument("--callers", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--workers", type=int, nargs="+", default=sorted({1, machine_cores()}),
+                        help="roboreward serve --workers for the server rows (default: 1 and this machine's cores)")
+    parser.add_argument("--no-api", action="store_true", help="leave out the in-process API rows")
     parser.add_argument("--quick", action="store_true", help="0.5 s only, 2 rounds")
     parser.add_argument("--label-episodes", type=int, default=0, help="time labelling N episodes instead")
     parser.add_argument("--label-baseline", help="with --label-episodes: a checkout of the package before label "
@@ -226,9 +236,11 @@ def main() -> None:
     try:
         clip = work / "clip.mp4"
         make_clip(clip)
+        summary: list[dict[str, Any]] = []
         item = json.dumps({"task": TASK, "video": {"mp4_base64": base64.b64encode(clip.read_bytes()).decode()}})
-        print(f"clip: {clip.stat().st_size:,} bytes; cpus: {os.cpu_count()}")
-        print(f"{'latency':>7} {'callers':>7} {'path':>6} {'calls/s':>8} {'ideal':>6} {'of ideal':>8} "
+        print(f"clip: {clip.stat().st_size:,} bytes; cores: {machine_cores()}; load average "
+              f"{' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+        print(f"{'latency':>7} {'callers':>7} {'path':>9} {'calls/s':>8} {'ideal':>6} {'of ideal':>8} "
               f"{'p50 ms':>8} {'p95 ms':>8} {'+p50 ms':>8} {'+p95 ms':>8}")
         for latency in args.latencies:
             backend = Backend(latency)
@@ -238,38 +250,74 @@ def main() -> None:
             body = backend.last_body()
             try:
                 for callers in args.callers:
-                    measure(latency, callers, args.rounds, backend, body, model, clip, item, local, work)
+                    summary.append(measure(latency, callers, args.rounds, backend, body, model, clip, item, local,
+                                           work, args.workers, not args.no_api))
             finally:
                 backend.stop()
-        print(f"{args.rounds} calls per caller; p50/p95 over every call; +: over direct's")
+        print(f"{args.rounds} calls per caller; p50/p95 over every call; +: over direct's; load average after: "
+              f"{' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+        print_side_by_side(summary, args.workers)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def measure(latency: float, callers: int, rounds: int, backend: Backend, body: bytes, model: Any, clip: Path,
-            item: str, local: Path, work: Path) -> None:
-    """One table block: direct, api and server at this latency and number of callers."""
-    server, port = start_server(local, work / "media", callers, work / f"serve-{callers}.log")
-    try:
-        paths: dict[str, Callable[[int], None]] = {
-            "direct": poster(backend.port, "/v1/chat/completions", body, callers),
-            "api": lambda index: check_reward(model.score(TASK, str(clip))),
-            "server": poster(port, "/v1/score", item.encode(), callers),
-        }
-        base = (0.0, 0.0)
-        for name, call in paths.items():
+            item: str, local: Path, work: Path, workers: list[int], api: bool = True) -> dict[str, Any]:
+    """One table block: direct, api and the server with each number of workers, at this latency and callers.
+
+    Returns each path's (of ideal, +p50 ms, +p95 ms) for the side-by-side table.
+    """
+    paths: dict[str, Callable[[], tuple[Callable[[int], None], Callable[[], None]]]] = {
+        "direct": lambda: (poster(backend.port, "/v1/chat/completions", body, callers), lambda: None)}
+    if api:
+        paths["api"] = lambda: (lambda index: check_reward(model.score(TASK, str(clip))), lambda: None)
+    for count in workers:
+        paths[f"server x{count}"] = lambda count=count: served_poster(local, work, callers, item, count)
+    base = (0.0, 0.0)
+    figures: dict[str, Any] = {"latency": latency, "callers": callers}
+    for name, make in paths.items():
+        call, stop = make()
+        try:
             timed_calls(callers, 1, call)  # warm-up: connections, worker threads, first-use imports
             wall, latencies = timed_calls(callers, rounds, call)
-            p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
-            if name == "direct":
-                base = (p50, p95)
-            rate, ideal = len(latencies) / wall, callers / latency
-            added = "" if name == "direct" else f"{(p50 - base[0]) * 1000:>8.1f} {(p95 - base[1]) * 1000:>8.1f}"
-            print(f"{latency:>7g} {callers:>7} {name:>6} {rate:>8.2f} {ideal:>6.1f} {rate / ideal:>8.2f} "
-                  f"{p50 * 1000:>8.1f} {p95 * 1000:>8.1f} {added}", flush=True)
-    finally:
+        finally:
+            stop()
+        p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
+        if name == "direct":
+            base = (p50, p95)
+        rate, ideal = len(latencies) / wall, callers / latency
+        added = "" if name == "direct" else f"{(p50 - base[0]) * 1000:>8.1f} {(p95 - base[1]) * 1000:>8.1f}"
+        figures[name] = (rate / ideal, (p50 - base[0]) * 1000, (p95 - base[1]) * 1000)
+        print(f"{latency:>7g} {callers:>7} {name:>9} {rate:>8.2f} {ideal:>6.1f} {rate / ideal:>8.2f} "
+              f"{p50 * 1000:>8.1f} {p95 * 1000:>8.1f} {added}", flush=True)
+    return figures
+
+
+def served_poster(local: Path, work: Path, callers: int, item: str,
+                  workers: int) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A server with ``workers`` processes, a poster to it, and what stops it."""
+    server, port = start_server(local, work / "media", callers, work / f"serve-{callers}-{workers}.log", workers)
+
+    def stop() -> None:
         server.terminate()
         server.wait(timeout=30)
+
+    try:
+        return poster(port, "/v1/score", item.encode(), callers), stop
+    except BaseException:
+        stop()
+        raise
+
+
+def print_side_by_side(summary: list[dict[str, Any]], workers: list[int]) -> None:
+    """The servers' figures per number of workers, side by side (of ideal, +p50 / +p95 ms over direct's)."""
+    names = [f"server x{count}" for count in workers]
+    print("\n| latency | callers | " + " | ".join(f"{name}: of ideal | {name}: +p50 / +p95 ms" for name in names)
+          + " |")
+    print("|---|---|" + "---|---|" * len(names))
+    for row in summary:
+        cells = [f"{row[name][0]:.2f} | {row[name][1]:.0f} / {row[name][2]:.0f}" for name in names]
+        print(f"| {row['latency']:g} s | {row['callers']} | " + " | ".join(cells) + " |")
 
 
 def run_label(dataset: Path, out: Path, local: Path, pythonpath: str | None = None) -> tuple[float, str]:

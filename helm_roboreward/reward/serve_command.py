@@ -6,6 +6,7 @@ import os
 import sys
 
 from helm_roboreward.reward.api import RewardModel
+from helm_roboreward.reward.worker_processes import machine_cores
 
 SERVE_EXTRA = "pip install '.[serve]' from a checkout of helm-roboreward"
 DEFAULT_CONCURRENCY = 8
@@ -15,6 +16,7 @@ NUMBERS = {  # option: (whole number, lowest, highest, lowest allowed itself, wh
     "--max-queue": (True, 0, 100_000, True, "items waiting", "64"),
     "--max-body-mb": (False, 0, 65536, False, "MiB", "256"),
     "--body-timeout": (False, 0, 3600, False, "seconds", "30"),
+    "--workers": (True, 1, 256, True, "worker processes", str(machine_cores())),
 }
 """Every numeric option's range, checked in one place (:func:`checked_numbers`) before anything is loaded."""
 
@@ -40,6 +42,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_number(parser, "--max-queue", "items waiting beyond those; more get 503 with Retry-After")
     _add_number(parser, "--max-body-mb", "request body limit in MiB; a larger body gets 413")
     _add_number(parser, "--body-timeout", "seconds a request body may pause; then the request gets 408")
+    _add_number(parser, "--workers", "processes serving the port, forked once the model is built (default: this "
+                "machine's cores); --max-concurrency applies to each, --max-queue and the 503 to all together")
     parser.set_defaults(handler=run_serve, interrupted="stopped (answers already given stay in HELM's cache)")
 
 
@@ -95,5 +99,6 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ValueError(f"--allowed-root {args.allowed_root} is not a folder")
     model = RewardModel(args.model, args.deployment, args.local_path, args.options, args.media_dir,
                         cache=not args.no_cache)
-    server.serve(model, args.host, int(numbers["port"]), limits, args.allowed_root, token)
+    server.serve(model, args.host, int(numbers["port"]), limits, args.allowed_root, token,
+                 workers=int(numbers["workers"]))
     return 0

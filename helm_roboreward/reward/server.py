@@ -1,12 +1,15 @@
 """``roboreward serve``: a reward model over HTTP (Starlette on uvicorn), with the benchmark's exact protocol.
 
 ``POST /v1/score`` and ``POST /v1/score_batch`` (JSON: task and an mp4 or frames as base64, or a path under
-``--allowed-root``), ``GET /v1/model`` and ``GET /healthz``. Model calls run in threads, at most
-``max_concurrency`` at once; beyond that ``max_queue`` items wait, and more get 503 with ``Retry-After``. A
-request takes its place only once its body has arrived; a body that stops arriving for ``body_timeout_seconds``
-gets 408. Bodies over ``max_body_bytes`` get 413, bad fields 400 naming the field, and a failed model request
-``failed: true`` (never a score); in a batch every item stands alone. With a token every ``/v1`` route needs
-``Authorization: Bearer <token>``. Formats, errors and security: docs/reward_api.md.
+``--allowed-root``), ``GET /v1/model`` and ``GET /healthz``; OpenRLHF's ``POST /get_reward`` and Robometer's
+``POST /evaluate_batch`` read their framework's body into the same items (framework_routes.py). Model calls run in
+threads, at most ``max_concurrency`` at once; beyond that ``max_queue`` items wait, and more get 503 with
+``Retry-After``. A request takes its place only once its body has arrived; a body that stops arriving for
+``body_timeout_seconds`` gets 408. Bodies over ``max_body_bytes`` get 413, bad fields 400 naming the field, and a
+failed model request ``failed: true`` (never a score); in a batch every item stands alone. With a token every
+route but ``/healthz`` needs ``Authorization: Bearer <token>``. With ``workers`` > 1 the server is that many
+forked processes on one socket, the places counted for all of them (worker_processes.py). Formats, errors and
+security: docs/reward_api.md.
 """
 
 import base64
@@ -33,6 +36,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from helm_roboreward.protocol.safe_files import is_inside
+from helm_roboreward.reward import framework_routes as routes
 from helm_roboreward.reward.api import Reward, RewardModel, failed_reward
 from helm_roboreward.reward.inputs import (
     Frames,
@@ -42,6 +46,7 @@ from helm_roboreward.reward.inputs import (
     check_task,
     decode_images,
 )
+from helm_roboreward.reward.worker_processes import Places, serve_in_workers
 
 DEFAULT_PORT = 8100
 MEBIBYTE = 1 << 20
@@ -54,9 +59,10 @@ class ServerLimits:
     """Back-pressure and size limits."""
 
     max_concurrency: int = 8
-    """Model requests in flight at once (each a worker thread)."""
+    """Model requests in flight at once in each process (each a worker thread)."""
     max_queue: int = 64
-    """Items waiting for a worker; beyond them a request gets 503 and ``Retry-After``."""
+    """Items waiting beyond ``max_concurrency``, for the whole server; beyond them a request gets 503 and
+    ``Retry-After``."""
     max_body_bytes: int = 256 * MEBIBYTE
     retry_after_seconds: int = 2
     body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT
@@ -73,7 +79,7 @@ class ServerLimits:
 
     @property
     def capacity(self) -> int:
-        """Items the server holds at once (running and waiting)."""
+        """Items the server holds at once (running and waiting), in all its processes together."""
         return self.max_concurrency + self.max_queue
 
 
@@ -194,21 +200,28 @@ class RewardServer:
     """The ASGI app around one :class:`RewardModel`."""
 
     def __init__(self, model: RewardModel, limits: ServerLimits = ServerLimits(), allowed_root: str | None = None,
-                 token: str | None = None) -> None:
+                 token: str | None = None, places: Places | None = None, workers: int = 1, worker: int = 0) -> None:
         self.model = model
         self.limits = limits
         self.reader = ItemReader(allowed_root)
         self.token = token
-        self.held = 0
-        """Items admitted and not yet answered (running or waiting)."""
-        self._held_lock = threading.Lock()
+        self.places = places if places is not None else Places(limits.capacity)
+        """Items admitted and not yet answered (running or waiting), in every worker process."""
+        self.workers, self.worker = workers, worker
         self._limiter: anyio.CapacityLimiter | None = None  # made inside the event loop, on first use
         self.app = Starlette(routes=[
             Route("/healthz", self.healthz, methods=["GET"]),
             Route("/v1/model", self._guarded(self.describe), methods=["GET"]),
             Route("/v1/score", self._guarded(self.score), methods=["POST"]),
             Route("/v1/score_batch", self._guarded(self.score_batch), methods=["POST"]),
+            Route("/get_reward", self._guarded(self.openrlhf), methods=["POST"]),
+            Route("/evaluate_batch", self._guarded(self.robometer), methods=["POST"]),
         ])
+
+    @property
+    def held(self) -> int:
+        """Items admitted and not yet answered, in all the server's processes."""
+        return self.places.held
 
     def _guarded(self, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         async def guarded(request: Request) -> Response:
@@ -234,7 +247,8 @@ class RewardServer:
     async def describe(self, request: Request) -> Response:
         """``GET /v1/model``: model, deployment, protocol version, settings and the server's limits."""
         return _AsciiJSON({**self.model.settings, "server": {**asdict(self.limits), "held": self.held,
-                                                              "paths": self.reader.allowed_root is not None}})
+                                                              "paths": self.reader.allowed_root is not None,
+                                                              "workers": self.workers, "worker": self.worker}})
 
     async def _json(self, request: Request) -> Any:
         """The body as JSON: at most ``max_body_bytes`` (413), no pause over ``body_timeout_seconds`` (408)."""
@@ -278,14 +292,11 @@ class RewardServer:
 
     def _admit(self, count: int) -> None:
         """Take ``count`` places: only once the body has arrived, so a slow upload holds none."""
-        with self._held_lock:
-            if self.held + count > self.limits.capacity:
-                raise self._busy()
-            self.held += count
+        if not self.places.take(count):
+            raise self._busy()
 
     def _release(self, count: int) -> None:
-        with self._held_lock:
-            self.held -= count
+        self.places.give_back(count)
 
     async def _score_one(self, task: str, video: Any, fps: float | None) -> Reward:
         if self._limiter is None:
@@ -311,25 +322,54 @@ class RewardServer:
         items = body.get("items") if isinstance(body, dict) else None
         if not isinstance(items, list) or not items:
             raise RewardInputError("items", "must be a non-empty list of {task, video[, fps]} objects")
+        rewards = await self._score_items(routes.Translated(items, (), "items"))
+        return _AsciiJSON({"results": [reward.to_json() for reward in rewards]})
+
+    async def openrlhf(self, request: Request) -> Response:
+        """``POST /get_reward``: OpenRLHF's ``--remote_rm_url`` body.
+
+        ``?value=`` picks the reward (default ``score``), ``?on_failure=`` the number of one without (default 0).
+        """
+        value = routes.check_value(request.query_params.get("value", "score"))
+        on_failure = routes.check_on_failure(request.query_params.get("on_failure", "0"))
+        self._refuse_when_full()
+        translated = routes.openrlhf_items(await self._json(request))
+        rewards = await self._score_items(translated) if translated.items else []  # its sharding sends empty lists
+        return _AsciiJSON(routes.openrlhf_answer(rewards, value, on_failure))
+
+    async def robometer(self, request: Request) -> Response:
+        """``POST /evaluate_batch``: Robometer's eval-server body (progress samples)."""
+        self._refuse_when_full()
+        translated = routes.robometer_items(await self._json(request))
+        rewards = await self._score_items(translated) if translated.items else []
+        return _AsciiJSON(routes.robometer_answer(rewards, [routes.frame_count(item) for item in translated.items]))
+
+    async def _score_items(self, translated: routes.Translated) -> list[Reward]:
+        """Every item scored, in order, each failing alone; at most the capacity per request (400)."""
+        items = translated.items
         if len(items) > self.limits.capacity:
-            raise RewardInputError("items", f"holds {len(items)} items; at most {self.limits.capacity} per request")
+            raise RewardInputError(translated.prefix, f"holds {len(items)} items; at most {self.limits.capacity} "
+                                                      "per request")
         self._admit(len(items))
         results: list[Reward | None] = [None] * len(items)
         try:
             async with anyio.create_task_group() as group:
                 for index, item in enumerate(items):
-                    group.start_soon(self._batch_item, results, index, item)
+                    group.start_soon(self._batch_item, results, index, item, translated)
         finally:
             self._release(len(items))
-        return _AsciiJSON({"results": [result.to_json() for result in results if result is not None]})
+        return [result for result in results if result is not None]
 
-    async def _batch_item(self, results: list[Reward | None], index: int, item: object) -> None:
+    async def _batch_item(self, results: list[Reward | None], index: int, item: object,
+                          translated: routes.Translated) -> None:
         """One item's reward, or its failure (an input error naming ``items[i].<field>``, or a server error)."""
         try:
+            if isinstance(item, RewardInputError):  # an entry the route could not read
+                raise item
             task, video, fps = await anyio.to_thread.run_sync(self.reader.read, item)
             results[index] = await self._score_one(task, video, fps)
         except RewardInputError as error:  # a bad field, a video that does not decode: this item only
-            field = f"items[{index}]" if error.field == "body" else f"items[{index}].{error.field}"
+            field = error.field if isinstance(item, RewardInputError) else translated.field(index, error.field)
             results[index] = failed_reward(self.reader.public(error.message), field)
         except Exception as error:  # a server error (a damaged media folder): this item only, as a 500 would say
             results[index] = failed_reward(self.reader.public(f"{type(error).__name__}: {error}"))
@@ -392,14 +432,29 @@ def bound_socket(host: str, port: int) -> socket.socket:
 
 
 def serve(model: RewardModel, host: str, port: int, limits: ServerLimits, allowed_root: str | None,
-          token: str | None, log_level: str = "info") -> None:
-    """Serve ``model`` until interrupted (Ctrl-C, SIGTERM); says where it listens (port 0: a free port) on stderr."""
+          token: str | None, log_level: str = "info", workers: int = 1) -> None:
+    """Serve ``model`` until interrupted (Ctrl-C, SIGTERM); says where it listens (port 0: a free port) on stderr.
+
+    ``workers`` > 1: that many processes forked now, sharing the socket and the places (worker_processes.py).
+    """
     check_bind(host, token)
-    server = RewardServer(model, limits, allowed_root, token)
+    if workers > 1 and threading.active_count() > 1:
+        raise RuntimeError(f"--workers {workers}: other threads run in this process ({threading.enumerate()}); "
+                           "forking it could copy a held lock. Serve from a process of its own (roboreward serve)")
     sock = bound_socket(host, port)
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"roboreward serve: listening on http://{shown}:{port} ({limits.max_concurrency} slots, "
-          f"{limits.max_queue} waiting at most)", file=sys.stderr, flush=True)
-    with sock:
+          f"{limits.max_queue} waiting at most), {workers} worker process{'es' if workers > 1 else ''}",
+          file=sys.stderr, flush=True)
+
+    def run(places: Places | None = None, worker: int = 0) -> None:
+        server = RewardServer(model, limits, allowed_root, token, places, workers, worker)
         uvicorn_server(server.app, host, port, log_level).run(sockets=[sock])
+
+    with sock:
+        if workers == 1:
+            run()
+        else:
+            serve_in_workers(lambda places: run(places, places.index), sock, workers, limits.capacity,
+                             lambda line: print(f"roboreward serve: {line}", file=sys.stderr, flush=True))

@@ -243,9 +243,15 @@ FFMPEG_HINT = "FFmpeg's shared libraries, which torchcodec loads (Debian/Ubuntu:
 
 def torchcodec_usable() -> bool:
     """Whether torchcodec is installed and loads FFmpeg, i.e. transformers' processor can decode a video path."""
+    transformers_utils: object = None
     try:
-        from transformers.utils import is_torchcodec_usable
-    except ImportError:  # transformers < 5 (4.57, the official run's) has no such check: import torchcodec instead
+        from transformers import utils as transformers_utils
+    except ImportError:
+        pass
+    # transformers' own check where it has one (read by name: earlier versions, e.g. 4.57, the official run's,
+    # have none): else import torchcodec
+    is_torchcodec_usable = getattr(transformers_utils, "is_torchcodec_usable", None)
+    if is_torchcodec_usable is None:
         try:
             import torchcodec
             from torchcodec.decoders import VideoDecoder  # noqa: F401  (fails without FFmpeg before torchcodec 0.16)
