@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from helm_roboreward.helm_frontend.run_rows import ReportError
+from helm_roboreward.inspect_frontend.log_rows import read_inspect_log
 from helm_roboreward.model_tools.token_costs import DEFAULT_OUTPUT_TOKENS, DEFAULT_REASONING_OUTPUT_TOKENS
 from helm_roboreward.protocol.data_sources import resolve_data_source
 from helm_roboreward.protocol.media_preparation import failures_by_row, prepare_media, rebuilt_summary
@@ -153,12 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     leaderboard.set_defaults(handler=_leaderboard)
     report = commands.add_parser("report", help="macro MAE with bootstrap CIs, pairwise tests, tables and plots")
     add_report_options(report)
-    report.set_defaults(handler=run_report)
+    report.set_defaults(handler=lambda args: run_report(args, read_log=read_inspect_log))
 
     publish = commands.add_parser("publish", help="the Hub's eval results per model (refused when not comparable), "
                                   "the dataset's eval.yaml, pull requests (docs/publishing.md)")
     add_publish_options(publish)
-    publish.set_defaults(handler=run_publish)
+    publish.set_defaults(handler=lambda args: run_publish(args, read_log=read_inspect_log))
     files = commands.add_parser("files", help="write the schema, run-entry confs and prod_env/ model files",
                                 description="Write static/schema_roboreward.yaml, run_specs/*.conf and "
                                 "prod_env/model_*.yaml into a folder (after a pip install there is no checkout).")

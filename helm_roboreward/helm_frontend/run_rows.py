@@ -621,13 +621,16 @@ def _latest_per_subset(runs: list[Run], display_names: dict[str, str]
     return models, notes, sorted(replaced, key=lambda item: (item.run, item.row))
 
 
-def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> SuiteRows:
-    """Read every RoboReward run of a suite.
+def load_suite(output_path: str, suite: str | None, display_names: dict[str, str],
+               extra_runs: Iterable[Run] = ()) -> SuiteRows:
+    """Read every RoboReward run of a suite, and runs read elsewhere (Inspect logs) beside them.
 
     Args:
         output_path: helm-run's ``-o`` folder.
-        suite: The suite name.
+        suite: The suite name (None: only ``extra_runs``).
         display_names: ``model name -> display name`` (models not in it show their name).
+        extra_runs: Runs read from elsewhere (``inspect_frontend/log_rows.py``: one per Inspect log); they join
+            the suite's runs before the latest run per row and subset is chosen, by the same rules.
 
     Returns:
         The rows per model, with warnings (skipped runs) and notes (overlapping runs).
@@ -638,11 +641,25 @@ def load_suite(output_path: str, suite: str, display_names: dict[str, str]) -> S
             (:func:`model_mismatch`), or runs of one model with different settings cover one subset.
         RunFilesError: A run's files disagree (every command that reads a suite's numbers stops on it).
     """
-    runs, warnings, run_names, skipped = _read_suite_runs(suite_directory(output_path, suite), suite)
+    extra = list(extra_runs)
+    if suite is None and not extra:
+        raise ReportError("give a suite (--suite) or at least one Inspect log (--inspect-log)")
+    runs, warnings, run_names, skipped = _read_suite_runs(suite_directory(output_path, suite), suite) \
+        if suite is not None else ([], [], set(), {})
+    names = [run.name for run in runs + extra]
+    clashes = sorted({name for name in names if names.count(name) > 1})
+    if clashes:
+        raise ReportError(f"two runs are named {_listing(clashes)} (a run folder and a log, or two logs of one file "
+                          "name from different folders): rename or copy one log, then pass them again")
+    runs += extra
     warnings += label_notes(run.source.data for run in runs)
     models, notes, superseded = _latest_per_subset(runs, display_names)
-    return SuiteRows(suite, models, warnings, notes, run_names, {run.name: run.source for run in runs}, skipped,
-                     superseded)
+    return SuiteRows(suite or INSPECT_LOGS_SUITE, models, warnings, notes, run_names,
+                     {run.name: run.source for run in runs}, skipped, superseded)
+
+
+INSPECT_LOGS_SUITE = "inspect-logs"
+"""The name a report or publication of Inspect logs alone goes by (no suite)."""
 
 
 class ReportError(Exception):

@@ -2,7 +2,8 @@
 
 Reads a ``.eval`` (zip) or ``.json`` log as JSON, without inspect-ai, into one :class:`~run_rows.Run` whose rows are
 the :class:`~run_rows.InstanceRow` a helm-run of the same rows gives (same instance ids, errors, gold scores, cluster
-keys), so the report, publishing and the comparability rule read Inspect logs and HELM suites alike. Every problem
+keys), so the report, publishing and the comparability rule read Inspect logs and HELM suites alike: its settings
+go to the rule in ``run_spec.json``'s shape (:func:`run_spec_of`). Every problem
 is a :class:`~run_rows.ReportError` whose one line names the log and what to do.
 """
 
@@ -14,11 +15,24 @@ from typing import Any
 
 from helm_roboreward.helm_frontend.run_rows import InstanceRow, ReportError, Run, RunData
 from helm_roboreward.protocol.instance_record import InstanceRecord
+from helm_roboreward.protocol.rules import SCENARIO_CLASS
+from helm_roboreward.protocol.safe_files import file_digest
+from helm_roboreward.results.publish.evidence import package_deployment
 
 TASK = "helm_roboreward/roboreward_bench"
 SCORER = "progress_score"
 FAILED_KEY = "failed_request"
 """Task-state and score metadata: why the request failed after its retries (absent or '' when answered)."""
+PROVIDER = "roboreward"
+"""This package's Inspect model provider (``sample_media.PROVIDER``; not imported: that module needs inspect-ai)."""
+INSPECT_DEPLOYMENT = "inspect-ai:"
+"""A run through one of Inspect's own providers ran on no deployment of this package: its deployment reads
+``inspect-ai:<provider>/<model>``, which the package never defines (the comparability rule, point 4)."""
+TASK_GENERATION = {"temperature": "temperature", "max_tokens": "max_tokens", "num_choices": "num_outputs"}
+"""Inspect's generation settings the rule compares -> HELM's adapter field of the same setting."""
+FRAME_ARGS = {"fps": "frames_per_second", "last_frame": "include_last_frame", "max_frames": "max_frames",
+              "max_side": "max_side"}
+"""Task parameter -> the frame option it sets (``protocol.rules.FrameOptions``)."""
 
 
 def _zip_json(archive: zipfile.ZipFile, name: str, path: str) -> Any:
@@ -73,6 +87,45 @@ def sample_row(sample: dict[str, Any], path: str) -> InstanceRow:
         cluster=record.cluster or record.episode)
 
 
+def run_spec_of(header: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The log's settings in ``run_spec.json``'s shape, so the one comparability rule reads them; and the deployment.
+
+    The task parameters are the run entry's options (``scenario_spec.args``, ``routing``); the generation settings
+    are the task's (``plan.config``) under what the command line gave (``eval.model_generate_config``), as Inspect
+    merges them. Any other generation option given (``top_p=0.9``, ``seed=1``) reads as a run-name part HELM's
+    expanders would have appended: a non-default setting. The official route is judged on the HELM model a
+    ``roboreward/<deployment>`` model runs, else on the Inspect model's name (as the task's routing does).
+    """
+    evaluation = header.get("eval") or {}
+    args = evaluation.get("task_args") or {}
+    metadata = evaluation.get("metadata") or {}
+    model = str(evaluation.get("model", "unknown"))
+    deployment = str(metadata.get("deployment") or "")
+    if model.partition("/")[0] == PROVIDER and deployment:
+        entry, _ = package_deployment(deployment)
+        rule_model = str((entry or {}).get("model_name") or deployment)
+    else:
+        rule_model, deployment = model, INSPECT_DEPLOYMENT + model
+    plan = (header.get("plan") or {}).get("config") or {}
+    given = {key: value for key, value in (evaluation.get("model_generate_config") or {}).items()
+             if value is not None and value != plan.get(key)}
+    config = {**plan, **given}
+    adapter = {"model": rule_model, "model_deployment": deployment,
+               **{name: config[key] for key, name in TASK_GENERATION.items() if key in config}}
+    other = [f"{key}={value}" for key, value in sorted(given.items()) if key not in TASK_GENERATION]
+    routing = {"model": rule_model, "video": args.get("video"), "layout": args.get("layout"),
+               "failed": args.get("failed"), "name_prefix": "inspect:",
+               "frame_options": {option: args[name] for name, option in FRAME_ARGS.items() if name in args}}
+    scenario = {"subset": args.get("subset", "all"), "data": args.get("data", "hf"), "video": metadata.get("video")}
+    if "revision" in args:
+        scenario["revision"] = args["revision"]
+    return {"name": "inspect:" + ",".join(other), "scenario_spec": {"class_name": SCENARIO_CLASS, "args": scenario},
+            "adapter_spec": adapter, "routing": {key: value for key, value in routing.items() if value is not None},
+            "inspect": {"task": evaluation.get("task"), "model": model, "task_args": args,
+                        "generate_config": config, "model_args": evaluation.get("model_args") or {},
+                        "eval_id": evaluation.get("eval_id"), "created": evaluation.get("created")}}, deployment
+
+
 def read_inspect_log(path: str) -> Run:
     """The rows of one finished ``roboreward_bench`` log, as one run of the model it ran."""
     header, samples = read_log_json(path)
@@ -94,6 +147,9 @@ def read_inspect_log(path: str) -> Run:
                         for sample in samples} - {""})
     model = str(evaluation.get("model", "unknown"))
     finished = os.path.getmtime(path)
-    return Run(os.path.basename(path), model, finished, rows, str(metadata.get("settings", "")),
-               str(metadata.get("deployment") or model),
-               RunData(str(metadata.get("data", "hf")), tuple(revisions), finished=finished))
+    run_spec, deployment = run_spec_of(header)
+    instances = {row.instance_id: {"extra_data": sample.get("metadata") or {}}
+                 for row, sample in zip(rows, samples, strict=True)}
+    return Run(os.path.basename(path), model, finished, rows, str(metadata.get("settings", "")), deployment,
+               RunData(str(metadata.get("data", "hf")), tuple(revisions), run_spec, instances,
+                       tuple(row.instance_id for row in rows), finished, {os.path.basename(path): file_digest(path)}))

@@ -7,6 +7,13 @@ docs/publishing.md quotes the fields): a model repo holds a YAML list of entries
 that declares itself a benchmark holds ``eval.yaml`` (``name``, ``description``, ``evaluation_framework`` and
 ``tasks[]`` with ``id``, optional ``config`` and ``split``). :func:`check_eval_results` and :func:`check_eval_yaml`
 hold a file to exactly those fields.
+
+``evaluation_framework`` must be a key of ``EVALUATION_FRAMEWORKS`` in huggingface.js ``packages/tasks/src/eval.ts``
+(:data:`HUB_EVALUATION_FRAMEWORKS`, read at commit fe42e680; ``helm`` is not one, ``inspect-ai`` is). With
+``inspect-ai`` the docs (hub-docs ``docs/hub/eval-results.md`` at 242f4a1e) also require per task ``field_spec``,
+``solvers`` and ``scorers``, which inspect-ai's ``hf/`` task loader reads (``inspect_ai/_eval/task/hf.py``,
+``HFTask``): :func:`missing_inspect_ai_fields` names them where absent, :data:`VIDEO_BENCHMARK_GAPS` says why this
+benchmark cannot fill them (docs/publishing.md).
 """
 
 import re
@@ -24,9 +31,39 @@ EVAL_RESULTS_FILE = ".eval_results/roboreward_bench.yaml"
 EVAL_YAML_FILE = "eval.yaml"
 MACRO_TASK = "macro_mae"
 """The task of the headline number: the unweighted mean of the 23 subset MAEs."""
-EVALUATION_FRAMEWORK = "helm"
-"""HELM is not yet on the Hub's list of frameworks (huggingface.js ``packages/tasks/src/eval.ts``); the dataset's
-maintainers add it there before pushing ``eval.yaml``."""
+EVALUATION_FRAMEWORK = "inspect-ai"
+"""The framework the Hub lists that runs this benchmark (``inspect_frontend``: the task
+helm_roboreward/roboreward_bench); HELM is not on the Hub's list."""
+EVAL_TS = "huggingface.js packages/tasks/src/eval.ts at fe42e68017ffc76d09922ea8f9b38a6964345710"
+HUB_EVALUATION_FRAMEWORKS = (
+    "exgentic", "inspect-ai", "math-arena", "mteb", "olmocr-bench", "harbor", "ifstruct", "pier", "redline-bench",
+    "archipelago", "benchflow", "apex-evals", "screenspot-pro", "swe-bench", "swe-bench-pro", "nemo-evaluator",
+    "yc-bench", "open-asr-leaderboard", "mdpbench", "real5-omnidocbench", "parsebench", "video-mme-v2", "claw-eval",
+    "researchclawbench", "pbench", "wildclawbench", "wbench", "nanofold", "mmmu", "extractbench")
+"""The keys of ``EVALUATION_FRAMEWORKS`` in :data:`EVAL_TS` (the file last changed in c975bd49, 2026-08-17): the only
+values ``evaluation_framework`` may take."""
+INSPECT_AI_TASK_FIELDS = ("field_spec", "solvers", "scorers")
+"""What hub-docs ``docs/hub/eval-results.md`` (242f4a1e) requires per task with ``evaluation_framework: inspect-ai``."""
+INSPECT_AI_OPTIONAL_FIELDS = ("shuffle_choices", "epochs", "epoch_reducer")
+"""The other fields of inspect-ai's ``HFTask`` (``inspect_ai/_eval/task/hf.py``; it forbids any field not named)."""
+INSPECT_AI_FIELD_SPEC = ("input", "target", "choices", "id", "metadata", "sandbox", "files", "setup", "input_image")
+"""``HFFieldSpec``: inspect-ai's ``FieldSpec`` plus ``input_image`` (one image column, a data URI)."""
+INSPECT_AI_SOLVERS = ("prompt_template", "system_message", "user_message", "chain_of_thought", "use_tools", "generate",
+                      "self_critique", "multiple_choice")
+INSPECT_AI_SCORERS = ("includes", "match", "pattern", "answer", "exact", "f1", "model_graded_qa", "model_graded_fact",
+                      "choice", "math")
+"""``HFSolver.name`` and ``HFScorer.name`` (inspect-ai 0.3.172; ``math`` from its main branch at 499e6152)."""
+VIDEO_BENCHMARK_GAPS = (
+    "field_spec takes text columns and one image (input_image, a data URI), no video: each row here is an mp4, sent "
+    "as the mp4 or as 1 fps JPEG frames",
+    f"scorers are a fixed list ({', '.join(INSPECT_AI_SCORERS)}): none parses the 1..5 score by the benchmark's rule "
+    "and scores its absolute error",
+    "a task selects a config and split, not rows: the 23 subsets are folders of one test split, so no task can "
+    "hold one subset, and none averages tasks (the macro MAE)",
+    "a task names no registered Inspect task, so the Hub's inspect-ai runs cannot run helm_roboreward/roboreward_bench",
+    "no metric direction: the MAE is lower-is-better (hub-docs pull request #2221 proposed lower_is_better; it is "
+    "not in the specification)")
+"""What the Hub's eval.yaml specification for inspect-ai lacks for this video benchmark (docs/publishing.md)."""
 DEFAULT_SOURCE_NAME = "helm-roboreward traces"
 
 _COMMIT = re.compile(r"[0-9a-f]{40}\Z")
@@ -36,6 +73,7 @@ _DATASET_KEYS = {"id", "task_id", "revision"}
 _SOURCE_KEYS = {"url", "name", "user"}
 _EVAL_KEYS = {"name", "description", "evaluation_framework", "tasks"}
 _TASK_KEYS = {"id", "config", "split"}
+_NAMED_LISTS = (("solvers", INSPECT_AI_SOLVERS), ("scorers", INSPECT_AI_SCORERS))
 
 
 def failed_requests_line(count: int) -> str:
@@ -49,7 +87,11 @@ def _notes(model: ModelFacts, suite: str) -> str:
     settings = (f"non-default settings: {', '.join(non_default_settings)}" if non_default_settings
                 else "official default settings")
     failed = f"{failed_requests_line(model.failed_requests)}; " if model.verdict.comparable else ""
-    return f"helm-roboreward, suite {suite}, deployment {model.deployment}; {failed}{settings}; {model.verdict.line}"
+    logged = [run.spec["inspect"] for run in model.runs if "inspect" in run.spec]
+    where = (f"inspect-ai task {logged[0]['task']}, model {logged[0]['model']}, "
+             f"log{'s' if len(model.runs) > 1 else ''} {', '.join(run.name for run in model.runs)}" if logged
+             else f"helm-roboreward, suite {suite}, deployment {model.deployment}")
+    return f"{where}; {failed}{settings}; {model.verdict.line}"
 
 
 def eval_results_entries(model: ModelFacts, suite: str, source_url: str,
@@ -153,8 +195,36 @@ def eval_yaml() -> dict[str, Any]:
             "tasks": tasks}
 
 
+def _inspect_ai_problems(task: Mapping[str, Any]) -> list[str]:
+    """How the inspect-ai fields a task has differ from inspect-ai's ``HFTask`` (absent ones are not judged here)."""
+    where = f"task {task.get('id')}"
+    problems = []
+    if "field_spec" in task:
+        spec = task["field_spec"]
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("input"), str):
+            problems.append(f"{where}: field_spec must be a mapping with an input column")
+        else:
+            problems += [f"{where}: unknown field field_spec.{key}" for key in sorted(set(spec) -
+                                                                                      set(INSPECT_AI_FIELD_SPEC))]
+    for field, names in _NAMED_LISTS:
+        if field not in task:
+            continue
+        items = task[field]
+        if not isinstance(items, list) or not items or not all(isinstance(item, Mapping) for item in items):
+            problems.append(f"{where}: {field} must be a non-empty list of {{name, args}}")
+            continue
+        problems += [f"{where}: {field[:-1]} {item.get('name')!r} is not one inspect-ai's hf/ tasks take (one of "
+                     f"{', '.join(names)})" for item in items if item.get("name") not in names]
+    return problems
+
+
 def check_eval_yaml(text: str) -> list[str]:
-    """Every way an ``eval.yaml`` text differs from the documented specification (empty: valid)."""
+    """Every way an ``eval.yaml`` text breaks the Hub's specification or framework list (empty: valid).
+
+    The fields every benchmark's file has (hub-docs ``docs/hub/eval-results.md``), ``evaluation_framework`` among
+    :data:`HUB_EVALUATION_FRAMEWORKS` (:data:`EVAL_TS`), and, where a task of an ``inspect-ai`` file has inspect-ai's
+    fields, their form as inspect-ai reads them. The inspect-ai fields a task lacks: :func:`missing_inspect_ai_fields`.
+    """
     try:
         content = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -162,6 +232,11 @@ def check_eval_yaml(text: str) -> list[str]:
     if not isinstance(content, Mapping):
         return ["eval.yaml must be a mapping"]
     problems = [f"missing field {key}" for key in sorted(_EVAL_KEYS - set(content))]
+    problems += [f"unknown field {key!r}" for key in sorted(set(content) - _EVAL_KEYS)]
+    framework = content.get("evaluation_framework")
+    if "evaluation_framework" in content and framework not in HUB_EVALUATION_FRAMEWORKS:
+        problems.append(f"evaluation_framework {framework!r} is not on the Hub's list ({EVAL_TS}): give one of "
+                        f"{', '.join(HUB_EVALUATION_FRAMEWORKS[:3])}, ...")
     tasks = content.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         return problems + ["tasks must be a non-empty list"]
@@ -170,14 +245,33 @@ def check_eval_yaml(text: str) -> list[str]:
         problems.append("every task needs an id")
     if len(set(ids)) != len(ids):
         problems.append("task ids must be unique")
-    problems += [f"task {task.get('id')}: unknown field {key!r}" for task in tasks if isinstance(task, Mapping)
-                 for key in sorted(set(task) - _TASK_KEYS)]
+    allowed = _TASK_KEYS | (set(INSPECT_AI_TASK_FIELDS + INSPECT_AI_OPTIONAL_FIELDS) if framework == "inspect-ai"
+                            else set())
+    for task in (task for task in tasks if isinstance(task, Mapping)):
+        problems += [f"task {task.get('id')}: unknown field {key!r}" for key in sorted(set(task) - allowed)]
+        problems += [f"task {task.get('id')}: {key} must be a string" for key in ("config", "split")
+                     if key in task and not isinstance(task[key], str)]
+        if framework == "inspect-ai":
+            problems += _inspect_ai_problems(task)
     return problems
 
 
+def missing_inspect_ai_fields(text: str) -> list[str]:
+    """Per task of an ``inspect-ai`` ``eval.yaml``, the fields the Hub's docs require that it lacks."""
+    content = yaml.safe_load(text)
+    if not isinstance(content, Mapping) or content.get("evaluation_framework") != "inspect-ai":
+        return []
+    return [f"task {task.get('id')}: no {', '.join(missing)}" for task in content.get("tasks") or []
+            if isinstance(task, Mapping) and (missing := [key for key in INSPECT_AI_TASK_FIELDS if key not in task])]
+
+
 def eval_yaml_text() -> str:
-    """The proposed ``eval.yaml`` with a header saying what the maintainers must do first."""
+    """The proposed ``eval.yaml``, with a header saying what the Hub's specification lacks for this benchmark."""
+    gaps = "".join(f"#  - {gap}\n" for gap in VIDEO_BENCHMARK_GAPS)
     header = (f"# Proposed eval.yaml for the {DATASET_ID} dataset repository (written by helm-roboreward for its\n"
-              "# maintainers). Before pushing it, add the framework id 'helm' to the Hub's list of evaluation\n"
-              "# frameworks (huggingface.js packages/tasks/src/eval.ts), as the Hub's eval-results docs ask.\n")
+              f"# maintainers). evaluation_framework inspect-ai is on the Hub's list ({EVAL_TS}); the results come\n"
+              "# from the Inspect task helm_roboreward/roboreward_bench (pip install 'helm-roboreward[inspect]').\n"
+              "# The Hub's docs also ask inspect-ai benchmarks for field_spec, solvers and scorers per task, which\n"
+              "# inspect-ai's hf/ loader turns into a task of its own; they are left out, as no values of them run\n"
+              "# this benchmark. What the specification lacks for a video benchmark:\n" + gaps)
     return header + yaml.safe_dump(eval_yaml(), sort_keys=False, allow_unicode=True, width=100)

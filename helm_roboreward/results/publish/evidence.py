@@ -9,6 +9,11 @@ commit (``data=hf``), the bundled sample, or the local copy (whose recorded revi
 Nor are the deployments: each row's deployment is read from ``--local-path``'s ``model_deployments.yaml`` (what
 helm-run used), else the package's (this package's ``config/``, then HELM's built-in file), and compared with the
 package's definition of that name (:func:`deployment_problems`).
+
+An Inspect log (``inspect_frontend/log_rows.py``) arrives as a run whose ``run_spec`` holds its task parameters and
+generation settings in ``run_spec.json``'s shape (and an ``inspect`` record of what Inspect logged) and whose
+instances are its samples' records, so the same facts and the same rule apply; its ``roboreward/<deployment>``
+ran the package's definition of the deployment, whatever ``--local-path`` defines.
 """
 
 import dataclasses
@@ -16,7 +21,7 @@ import fnmatch
 import json
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -24,7 +29,7 @@ from typing import Any
 import yaml
 
 from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, config_dir
-from helm_roboreward.helm_frontend.run_rows import ModelRows, RunData, SuiteRows, Superseded, load_suite
+from helm_roboreward.helm_frontend.run_rows import ModelRows, Run, RunData, SuiteRows, Superseded, load_suite
 from helm_roboreward.protocol.data_sources import (
     HUB,
     LOCAL_REVISION_PREFIX,
@@ -208,7 +213,8 @@ def _spec_record(run_spec: Mapping[str, Any]) -> dict[str, Any]:
             "adapter": {key: adapter[key] for key in kept if key in adapter},
             "routing": {key: value for key, value in (run_spec.get("routing") or {}).items()
                         if key not in ("entry", "name_prefix")},
-            "metrics": [spec.get("args") or {} for spec in run_spec.get("metric_specs") or []]}
+            "metrics": [spec.get("args") or {} for spec in run_spec.get("metric_specs") or []],
+            **({"inspect": run_spec["inspect"]} if run_spec.get("inspect") else {})}
 
 
 def run_facts(name: str, source: RunData) -> RunFacts:
@@ -383,7 +389,8 @@ def _model_facts(model: ModelRows, runs: dict[str, RunFacts], reads: dict[tuple[
     first = used[0].spec["adapter"] if used else {}
     name, deployment = str(first.get("model", model.model)), str(first.get("model_deployment") or
                                                                    first.get("model") or "")
-    facts = deployment_facts(deployment, local_path)
+    # An Inspect log's roboreward/<deployment> ran the package's definition (the provider reads no --local-path).
+    facts = deployment_facts(deployment, None if used and "inspect" in used[0].spec else local_path)
     problems = deployment_problems(name, deployment, None if facts.defined_in is None else deployments_in(
         facts.defined_in).get(deployment), facts.defined_in)
     evidence = ModelEvidence(model.model, tuple(model_reads), tuple(coverage), settings, tuple(problems))
@@ -414,13 +421,13 @@ def gather(suite: SuiteRows, output_path: str, published_sha256: str = PUBLISHED
                       list(suite.superseded), [deployments[name] for name in sorted(deployments)])
 
 
-def suite_facts(output_path: str, suite: str, display_names: Mapping[str, str] | None = None,
+def suite_facts(output_path: str, suite: str | None, display_names: Mapping[str, str] | None = None,
                 published_sha256: str = PUBLISHED_METADATA_SHA256, cache_dir: str | None = None,
-                local_path: str | None = None) -> SuiteFacts:
-    """:func:`gather` on a suite read from disk.
+                local_path: str | None = None, extra_runs: Sequence[Run] = ()) -> SuiteFacts:
+    """:func:`gather` on a suite read from disk, with ``extra_runs`` (Inspect logs) beside it (suite None: only them).
 
     Raises the loader's ``ReportError`` on a missing or empty suite, and its ``RunFilesError`` where a run's files
     disagree.
     """
-    return gather(load_suite(output_path, suite, dict(display_names or {})), output_path, published_sha256,
-                  cache_dir, local_path)
+    return gather(load_suite(output_path, suite, dict(display_names or {}), extra_runs), output_path,
+                  published_sha256, cache_dir, local_path)

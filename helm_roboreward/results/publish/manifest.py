@@ -124,8 +124,8 @@ def manifest_path(output_path: str, suite: str) -> str:
     return os.path.join(output_path, "runs", suite, MANIFEST_FILE)
 
 
-def write_manifest(facts: SuiteFacts) -> str:
-    """Write the suite's manifest atomically; returns its path."""
-    path = manifest_path(facts.output_path, facts.suite)
+def write_manifest(facts: SuiteFacts, path: str | None = None) -> str:
+    """Write the suite's manifest atomically (``path``: elsewhere than beside its runs); returns its path."""
+    path = path or manifest_path(facts.output_path, facts.suite)
     write_atomically(path, (json.dumps(build_manifest(facts), indent=1, sort_keys=False) + "\n").encode("utf-8"))
     return path

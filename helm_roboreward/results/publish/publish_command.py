@@ -1,4 +1,4 @@
-"""``roboreward publish --suite S``: the Hub's eval results per model, the dataset's eval.yaml, pull requests.
+"""``roboreward publish --suite S [--inspect-log PATH]``: the Hub's eval results per model, eval.yaml, pull requests.
 
 It first writes the suite's manifest (:mod:`.manifest`), so that what is published and its fingerprint agree.
 A row that is not comparable with the published leaderboard (:mod:`.comparability`) is refused, with its
@@ -15,7 +15,7 @@ import sys
 import unicodedata
 from urllib.parse import urlsplit
 
-from helm_roboreward.helm_frontend.run_rows import ReportError, Superseded, check_suite_name
+from helm_roboreward.helm_frontend.run_rows import ReportError, Run, Superseded
 from helm_roboreward.protocol.safe_files import write_atomically
 from helm_roboreward.results.publish.comparability import PUBLISHED_METADATA_SHA256
 from helm_roboreward.results.publish.eval_results import (
@@ -26,6 +26,7 @@ from helm_roboreward.results.publish.eval_results import (
     eval_results_entries,
     eval_results_yaml,
     eval_yaml_text,
+    missing_inspect_ai_fields,
 )
 from helm_roboreward.results.publish.evidence import SuiteFacts, suite_facts
 from helm_roboreward.results.publish.hub_prs import (
@@ -35,8 +36,9 @@ from helm_roboreward.results.publish.hub_prs import (
     parse_hub_repos,
     repo_of,
 )
-from helm_roboreward.results.publish.manifest import write_manifest
+from helm_roboreward.results.publish.manifest import MANIFEST_FILE, write_manifest
 from helm_roboreward.results.report.model_names import model_display_names
+from helm_roboreward.results.report.report_command import LogReader, add_inspect_log_option, read_runs
 
 EXIT_FAILED_PR = 1
 EXIT_BAD_INPUT = 2
@@ -46,7 +48,8 @@ BASELINE_CLIENTS = "helm_roboreward.helm_frontend.clients.baselines."
 
 def add_publish_options(parser: argparse.ArgumentParser) -> None:
     """The options of ``roboreward publish``."""
-    parser.add_argument("--suite", required=True, help="the helm-run suite to publish")
+    parser.add_argument("--suite", help="the helm-run suite to publish (optional with --inspect-log)")
+    add_inspect_log_option(parser)
     parser.add_argument("--output-path", default="benchmark_output", help="helm-run's -o (default benchmark_output)")
     parser.add_argument("--out", required=True, help="folder for <model>/.eval_results/roboreward_bench.yaml and "
                                                      "the proposed eval.yaml")
@@ -99,18 +102,20 @@ def _no_repo_line(facts: SuiteFacts, deployment: str, model: str) -> str:
     return ("no Hub model repo (an API model, or name its repo with --hub-repo MODEL=REPO): listed, not pushed")
 
 
-def run_publish(args: argparse.Namespace, published_sha256: str | None = None) -> int:
+def run_publish(args: argparse.Namespace, published_sha256: str | None = None,
+                read_log: LogReader | None = None) -> int:
     """Run ``roboreward publish``; returns the exit status (message on stderr for bad input).
 
     Args:
         args: The parsed options of :func:`add_publish_options`.
         published_sha256: The published metadata hash the rule compares with (None: the recorded one; tests pass
             their copy's own: a hash cannot be forged, so no option offers this).
+        read_log: Reads one ``--inspect-log`` into a run (the command line passes it).
     """
     try:
-        check_suite_name(args.suite)
         check_source_url(str(args.source_url))
-        return _publish(args, published_sha256)
+        logged = read_runs(args, read_log)
+        return _publish(args, published_sha256, logged)
     except (ReportError, PublishError) as error:
         print(f"roboreward publish: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -119,16 +124,20 @@ def run_publish(args: argparse.Namespace, published_sha256: str | None = None) -
         return EXIT_BAD_INPUT
 
 
-def _publish(args: argparse.Namespace, published_sha256: str | None) -> int:
+def _publish(args: argparse.Namespace, published_sha256: str | None, logged: list[Run]) -> int:
 
     named = parse_hub_repos(args.hub_repo)
     facts = suite_facts(args.output_path, args.suite, model_display_names(args.local_path),
-                        published_sha256 or PUBLISHED_METADATA_SHA256, args.hf_cache, args.local_path)
-    print(f"roboreward publish: suite {args.suite}: manifest {write_manifest(facts)}")
+                        published_sha256 or PUBLISHED_METADATA_SHA256, args.hf_cache, args.local_path, logged)
+    # Inspect logs alone have no suite folder: their manifest goes into --out.
+    os.makedirs(args.out, exist_ok=True)
+    manifest = write_manifest(facts, None if args.suite is not None else os.path.join(args.out, MANIFEST_FILE))
+    print(f"roboreward publish: {'suite ' + args.suite if args.suite else f'{len(logged)} Inspect log(s)'}: "
+          f"manifest {manifest}")
     if facts.superseded:
         print(f"roboreward publish: {superseded_line(facts.superseded)}")
-    os.makedirs(args.out, exist_ok=True)
-    write_atomically(os.path.join(args.out, EVAL_YAML_FILE), eval_yaml_text().encode("utf-8"))
+    text = eval_yaml_text()
+    write_atomically(os.path.join(args.out, EVAL_YAML_FILE), text.encode("utf-8"))
     by_deployment = deployment_repos(args.local_path)
     refused = failed = 0
     folders: set[str] = set()
@@ -139,9 +148,9 @@ def _publish(args: argparse.Namespace, published_sha256: str | None) -> int:
             refused += 1
             print("    refused: not comparable (pass --allow-not-comparable to publish it with these reasons)")
             continue
-        text = eval_results_yaml(eval_results_entries(model, args.suite, args.source_url,
-                                                      args.source_name or DEFAULT_SOURCE_NAME))
-        problems = check_eval_results(text)
+        results = eval_results_yaml(eval_results_entries(model, facts.suite, args.source_url,
+                                                         args.source_name or DEFAULT_SOURCE_NAME))
+        problems = check_eval_results(results)
         if problems:  # the writer and the checker read the same documented format: this is a bug
             raise PublishError(f"the results of {model.key} do not follow the Hub's format: {'; '.join(problems)}")
         folder = _slug(repo or model.key)
@@ -150,17 +159,21 @@ def _publish(args: argparse.Namespace, published_sha256: str | None) -> int:
         folders.add(folder)
         path = os.path.join(args.out, folder, EVAL_RESULTS_FILE)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_atomically(path, text.encode("utf-8"))
+        write_atomically(path, results.encode("utf-8"))
         print(f"    wrote {path}")
         if repo is None:
             print(f"    {_no_repo_line(facts, model.deployment, model.model)}")
         elif args.open_pr:
-            pull = open_pull_request(repo, text, model.verdict.line, os.environ.get("HF_ENDPOINT") or None)
+            pull = open_pull_request(repo, results, model.verdict.line, os.environ.get("HF_ENDPOINT") or None)
             failed += pull.error is not None
             print(f"    pull request on {repo}: {pull.url}" if pull.error is None else f"    {pull.error}")
         else:
             print(f"    Hub model repo {repo}: --open-pr opens a pull request there")
-    print(f"  proposed dataset eval.yaml: {os.path.join(args.out, EVAL_YAML_FILE)}")
+    missing = "" if not missing_inspect_ai_fields(text) else (
+        "; without inspect-ai's field_spec, solvers and scorers, which no values of can make run this video "
+        "benchmark: its header says what the Hub's specification lacks")
+    print(f"  proposed dataset eval.yaml: {os.path.join(args.out, EVAL_YAML_FILE)} (evaluation_framework "
+          f"inspect-ai{missing})")
     if refused:
         print(f"roboreward publish: {refused} row(s) refused as not comparable; nothing was written for them",
               file=sys.stderr)

@@ -96,7 +96,7 @@ def test_the_proposed_eval_yaml_follows_the_specification() -> None:
     assert check_eval_yaml(text) == []
     content = yaml.safe_load(text)
     assert [task["id"] for task in content["tasks"]] == [MACRO_TASK] + OFFICIAL_SUBSET_IDS
-    assert content["evaluation_framework"] == "helm" and "packages/tasks/src/eval.ts" in text
+    assert content["evaluation_framework"] == "inspect-ai" and "packages/tasks/src/eval.ts" in text
     assert check_eval_yaml("name: x\ntasks: [{config: default}]\n") == [
         "missing field description", "missing field evaluation_framework", "every task needs an id"]
 
