@@ -61,7 +61,10 @@ def macro_mae_interval() -> Metric:
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         by_subset: dict[str, list[tuple[dict[str, object], float]]] = defaultdict(list)
-        for metadata, error in _errors(scores):
+        # In instance-id order, as the report orders rows: the clusters' numbering, and so the draws, do not depend
+        # on the order the samples finished in
+        ordered = sorted(scores, key=lambda sample_score: str(sample_score.sample_id))
+        for metadata, error in _errors(ordered):
             by_subset[str(metadata.get("subset", ""))].append((metadata, error))
         samples = [SubsetSample(subset, cluster_ids([str(m.get("cluster") or m.get("episode") or "") for m, _ in rows],
                                                     [str(m.get("video_sha256", "")) for m, _ in rows]),

@@ -158,16 +158,19 @@ class ReportData:
 
 
 def _subset_sample(subset: str, rows_per_model: list[list[InstanceRow]]) -> SubsetSample:
-    """The subset's error matrix over the union of the models' rows, with the rows' clusters."""
-    index: dict[str, int] = {}
-    episodes: list[str] = []
-    hashes: list[str] = []
+    """The subset's error matrix over the union of the models' rows, with the rows' clusters.
+
+    Rows go in instance-id order: the clusters are numbered in row order and the bootstrap draws cluster numbers, so
+    the interval depends on the rows alone, not on the order a source lists them in (a HELM run lists them in the
+    data's order, an Inspect log by sample id).
+    """
+    first: dict[str, InstanceRow] = {}
     for rows in rows_per_model:
         for row in rows:
-            if row.instance_id not in index:
-                index[row.instance_id] = len(index)
-                episodes.append(row.cluster or row.episode)  # a RoboArena session is one cluster
-                hashes.append(row.video_sha256)
+            first.setdefault(row.instance_id, row)
+    index = {instance_id: number for number, instance_id in enumerate(sorted(first))}
+    episodes = [first[instance_id].cluster or first[instance_id].episode for instance_id in index]  # a session: one
+    hashes = [first[instance_id].video_sha256 for instance_id in index]
     errors = np.full((len(index), len(rows_per_model)), np.nan)
     for column, rows in enumerate(rows_per_model):
         for row in rows:

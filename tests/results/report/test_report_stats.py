@@ -298,3 +298,17 @@ def test_every_table_row_stays_one_row_whatever_the_display_name():
     items = [line for line in lines if line.startswith("- ") and "Evil" in line]
     assert len(items) >= 2 and all("end" in line for line in items)  # warning and note: one line each
     assert "![" not in text or all(line.count("](") <= 1 for line in lines if line.startswith("!["))
+
+
+def test_the_interval_depends_on_the_rows_not_the_order_a_source_lists_them_in():
+    """A HELM run lists rows in the data's order, an Inspect log by sample id: the same rows, the same interval."""
+    rng = np.random.default_rng(7)
+    rows = [row(f"r{rng.integers(10**6)}-{i}", int(rng.integers(1, 6)), int(rng.integers(1, 6)), subset="s",
+                episode=f"e{i % 9}") for i in range(60)]
+
+    def interval(listed):
+        data = analyse(SuiteRows("t", [ModelRows("m", "M", listed, {})]), Settings(resamples=300))
+        return data.models[0].macro
+
+    forward, backward = interval(rows), interval(list(reversed(rows)))
+    assert (forward.low, forward.high) == (backward.low, backward.high)
