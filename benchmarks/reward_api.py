@@ -18,6 +18,12 @@ Throughput is calls / wall; the ideal is callers / latency. Added latency is the
 direct's p50 (p95), measured in the same block. Goal (issues 28, 37): at least 0.9x the ideal; added p50 at most
 30 ms. A last table puts the servers' figures side by side; the load average is printed before and after.
 
+The harness shares the machine's cores with what it measures, so it is kept cheap: each caller posts one body
+encoded once per block (no per-call base64 or JSON), and the backend reads the body without parsing it. The last
+column says where the CPU went during the timed calls, in ms per call (Linux ``/proc``): the server's processes
+(HELM's client path included) / this process (the callers; for ``api``, the API itself) / the backend. Measured
+at rest, the harness's own share is about 0.6 + 0.6 ms of a server call's 15 (docs/reward_api.md, "Figures").
+
 With ``--label-episodes N`` it times ``roboreward label --model baseline/constant-3`` instead, on a LeRobot v3.0
 dataset of N episodes (the layout writer of tests/helpers/lerobot_datasets.py): cold (a fresh request cache and
 working folder), then again (the copy and the media reused; the offline baseline computes its answers again, it
@@ -39,6 +45,7 @@ import base64
 import http.client
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -181,6 +188,42 @@ def poster(port: int, path: str, body: bytes, callers: int) -> Callable[[int], N
     return call
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux ``/proc``; just ``pid`` elsewhere): a server and its workers."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, index = [pid], 0
+    while index < len(found):
+        found += children.get(found[index], [])
+        index += 1
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes so far (Linux ``/proc``; 0 elsewhere or when gone)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def own_cpu_seconds() -> float:
+    """This process's user + system CPU seconds (the callers' threads; for ``api``, the API itself)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
@@ -241,7 +284,7 @@ def main() -> None:
         print(f"clip: {clip.stat().st_size:,} bytes; cores: {machine_cores()}; load average "
               f"{' '.join(f'{load:.2f}' for load in os.getloadavg())}")
         print(f"{'latency':>7} {'callers':>7} {'path':>9} {'calls/s':>8} {'ideal':>6} {'of ideal':>8} "
-              f"{'p50 ms':>8} {'p95 ms':>8} {'+p50 ms':>8} {'+p95 ms':>8}")
+              f"{'p50 ms':>8} {'p95 ms':>8} {'+p50 ms':>8} {'+p95 ms':>8} {'CPU ms/call s/c/b':>16}")
         for latency in args.latencies:
             backend = Backend(latency)
             local = local_path(work / "local", backend)
@@ -267,21 +310,25 @@ def measure(latency: float, callers: int, rounds: int, backend: Backend, body: b
 
     Returns each path's (of ideal, +p50 ms, +p95 ms) for the side-by-side table.
     """
-    paths: dict[str, Callable[[], tuple[Callable[[int], None], Callable[[], None]]]] = {
-        "direct": lambda: (poster(backend.port, "/v1/chat/completions", body, callers), lambda: None)}
+    paths: dict[str, Callable[[], tuple[Callable[[int], None], Callable[[], None], list[int]]]] = {
+        "direct": lambda: (poster(backend.port, "/v1/chat/completions", body, callers), lambda: None, [])}
     if api:
-        paths["api"] = lambda: (lambda index: check_reward(model.score(TASK, str(clip))), lambda: None)
+        paths["api"] = lambda: (lambda index: check_reward(model.score(TASK, str(clip))), lambda: None, [])
     for count in workers:
         paths[f"server x{count}"] = lambda count=count: served_poster(local, work, callers, item, count)
     base = (0.0, 0.0)
     figures: dict[str, Any] = {"latency": latency, "callers": callers}
     for name, make in paths.items():
-        call, stop = make()
+        call, stop, server = make()
         try:
             timed_calls(callers, 1, call)  # warm-up: connections, worker threads, first-use imports
+            server = [pid for parent in server for pid in process_tree(parent)]
+            before = cpu_seconds(server), own_cpu_seconds(), cpu_seconds([backend.process.pid])
             wall, latencies = timed_calls(callers, rounds, call)
+            after = cpu_seconds(server), own_cpu_seconds(), cpu_seconds([backend.process.pid])
         finally:
             stop()
+        cpu = "/".join(f"{(end - start) * 1000 / len(latencies):.1f}" for start, end in zip(before, after, strict=True))
         p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
         if name == "direct":
             base = (p50, p95)
@@ -289,13 +336,13 @@ def measure(latency: float, callers: int, rounds: int, backend: Backend, body: b
         added = "" if name == "direct" else f"{(p50 - base[0]) * 1000:>8.1f} {(p95 - base[1]) * 1000:>8.1f}"
         figures[name] = (rate / ideal, (p50 - base[0]) * 1000, (p95 - base[1]) * 1000)
         print(f"{latency:>7g} {callers:>7} {name:>9} {rate:>8.2f} {ideal:>6.1f} {rate / ideal:>8.2f} "
-              f"{p50 * 1000:>8.1f} {p95 * 1000:>8.1f} {added}", flush=True)
+              f"{p50 * 1000:>8.1f} {p95 * 1000:>8.1f} {added or ' ' * 17} {cpu:>16}", flush=True)
     return figures
 
 
 def served_poster(local: Path, work: Path, callers: int, item: str,
-                  workers: int) -> tuple[Callable[[int], None], Callable[[], None]]:
-    """A server with ``workers`` processes, a poster to it, and what stops it."""
+                  workers: int) -> tuple[Callable[[int], None], Callable[[], None], list[int]]:
+    """A server with ``workers`` processes, a poster to it, what stops it, and its pid."""
     server, port = start_server(local, work / "media", callers, work / f"serve-{callers}-{workers}.log", workers)
 
     def stop() -> None:
@@ -303,7 +350,7 @@ def served_poster(local: Path, work: Path, callers: int, item: str,
         server.wait(timeout=30)
 
     try:
-        return poster(port, "/v1/score", item.encode(), callers), stop
+        return poster(port, "/v1/score", item.encode(), callers), stop, [server.pid]
     except BaseException:
         stop()
         raise

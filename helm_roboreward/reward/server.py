@@ -8,8 +8,8 @@ threads, at most ``max_concurrency`` at once; beyond that ``max_queue`` items wa
 ``body_timeout_seconds`` gets 408. Bodies over ``max_body_bytes`` get 413, bad fields 400 naming the field, and a
 failed model request ``failed: true`` (never a score); in a batch every item stands alone. With a token every
 route but ``/healthz`` needs ``Authorization: Bearer <token>``. With ``workers`` > 1 the server is that many
-forked processes on one socket, the places counted for all of them (worker_processes.py). Formats, errors and
-security: docs/reward_api.md.
+forked processes, each on its own socket on the one port, the places counted for all of them
+(worker_processes.py). Formats, errors and security: docs/reward_api.md.
 """
 
 import base64
@@ -113,6 +113,17 @@ def _b64(value: object, field: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise RewardInputError(field, "is not valid base64") from None
+
+
+def _parse_json(data: bytes) -> Any:
+    """A request body as JSON (``RewardInputError`` naming ``body`` when it is not)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise RewardInputError("body", "is nested too deeply to read; an item is {task, video[, fps]}, a few "
+                                       "levels deep") from None
+    except ValueError as error:
+        raise RewardInputError("body", f"is not JSON ({error})") from None
 
 
 class ItemReader:
@@ -273,13 +284,9 @@ class RewardServer:
                 raise _RefusedError(413, "body", f"over the limit of {self.limits.max_body_bytes:,} bytes; send "
                                                  "fewer or smaller videos")
             chunks.append(chunk)
-        try:
-            return json.loads(b"".join(chunks))
-        except RecursionError:
-            raise RewardInputError("body", "is nested too deeply to read; an item is {task, video[, fps]}, a few "
-                                           "levels deep") from None
-        except ValueError as error:
-            raise RewardInputError("body", f"is not JSON ({error})") from None
+        # parsed in a worker thread: a 700 KB body takes about 1 ms, in which the event loop would read no other
+        return await anyio.to_thread.run_sync(_parse_json, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
 
     def _refuse_when_full(self) -> None:
         """503 at once, before reading a body, when every place is taken (nothing is reserved here)."""
@@ -298,10 +305,17 @@ class RewardServer:
     def _release(self, count: int) -> None:
         self.places.give_back(count)
 
-    async def _score_one(self, task: str, video: Any, fps: float | None) -> Reward:
+    async def _score_one(self, item: object) -> Reward:
+        """One item read (base64, images) and scored in one worker thread, at most ``max_concurrency`` at once.
+
+        One hand-off, not two: each costs the event loop a wake-up and the GIL twice over.
+        """
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.limits.max_concurrency)
-        return await anyio.to_thread.run_sync(self.model.score, task, video, fps, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(self._read_and_score, item, limiter=self._limiter)
+
+    def _read_and_score(self, item: object) -> Reward:
+        return self.model.score(*self.reader.read(item))
 
     async def score(self, request: Request) -> Response:
         """``POST /v1/score``: one item."""
@@ -309,8 +323,7 @@ class RewardServer:
         body = await self._json(request)
         self._admit(1)
         try:
-            task, video, fps = await anyio.to_thread.run_sync(self.reader.read, body)  # base64, images: off the loop
-            reward = await self._score_one(task, video, fps)
+            reward = await self._score_one(body)
         finally:
             self._release(1)
         return _AsciiJSON(reward.to_json())
@@ -366,8 +379,7 @@ class RewardServer:
         try:
             if isinstance(item, RewardInputError):  # an entry the route could not read
                 raise item
-            task, video, fps = await anyio.to_thread.run_sync(self.reader.read, item)
-            results[index] = await self._score_one(task, video, fps)
+            results[index] = await self._score_one(item)
         except RewardInputError as error:  # a bad field, a video that does not decode: this item only
             field = error.field if isinstance(item, RewardInputError) else translated.field(index, error.field)
             results[index] = failed_reward(self.reader.public(error.message), field)
@@ -420,29 +432,64 @@ def uvicorn_server(app: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT, 
     return uvicorn.Server(config)
 
 
-def bound_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket (port 0: any free port) to hand to :func:`uvicorn_server`'s ``run``."""
+def bound_socket(host: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """A listening TCP socket (port 0: any free port) to hand to :func:`uvicorn_server`'s ``run``.
+
+    ``reuse_port``: ``SO_REUSEPORT``, so that each worker process listens on a socket of its own on the same port
+    (Linux spreads new connections over them by a hash of their addresses).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets' connections; without it uvicorn's answer
+    # (headers, then body) waited for the client's delayed ACK, 40 ms a call
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except BaseException:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
+
+
+def worker_sockets(host: str, port: int, workers: int) -> list[socket.socket]:
+    """The listening sockets of ``workers`` processes: one each on Linux (``SO_REUSEPORT``), else one shared.
+
+    One socket shared by the workers gave every connection opened at once to one worker: the first to wake accepts
+    all that are pending (asyncio's accept loop takes up to the backlog per wake-up), and keep-alive callers then
+    stay there (benchmarks/reward_api.py: 32 callers, 32 and 0). With a socket per worker the kernel spreads the
+    connections when they arrive; the parent holds every socket, so a worker's restart loses none queued on its
+    own. Only processes of the same user can join the port (the kernel's rule for ``SO_REUSEPORT``).
+    """
+    if workers == 1 or not sys.platform.startswith("linux"):  # elsewhere SO_REUSEPORT does not spread connections
+        return [bound_socket(host, port)]
+    sockets = [bound_socket(host, port, reuse_port=True)]
+    try:
+        port = sockets[0].getsockname()[1]
+        sockets += [bound_socket(host, port, reuse_port=True) for _ in range(workers - 1)]
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
 
 def serve(model: RewardModel, host: str, port: int, limits: ServerLimits, allowed_root: str | None,
           token: str | None, log_level: str = "info", workers: int = 1) -> None:
     """Serve ``model`` until interrupted (Ctrl-C, SIGTERM); says where it listens (port 0: a free port) on stderr.
 
-    ``workers`` > 1: that many processes forked now, sharing the socket and the places (worker_processes.py).
+    ``workers`` > 1: that many processes forked now, each on its own socket on the port (:func:`worker_sockets`),
+    sharing the places (worker_processes.py).
     """
     check_bind(host, token)
     if workers > 1 and threading.active_count() > 1:
         raise RuntimeError(f"--workers {workers}: other threads run in this process ({threading.enumerate()}); "
                            "forking it could copy a held lock. Serve from a process of its own (roboreward serve)")
-    sock = bound_socket(host, port)
-    port = sock.getsockname()[1]
+    sockets = worker_sockets(host, port, workers)
+    port = sockets[0].getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"roboreward serve: listening on http://{shown}:{port} ({limits.max_concurrency} slots, "
           f"{limits.max_queue} waiting at most), {workers} worker process{'es' if workers > 1 else ''}",
@@ -450,11 +497,14 @@ def serve(model: RewardModel, host: str, port: int, limits: ServerLimits, allowe
 
     def run(places: Places | None = None, worker: int = 0) -> None:
         server = RewardServer(model, limits, allowed_root, token, places, workers, worker)
-        uvicorn_server(server.app, host, port, log_level).run(sockets=[sock])
+        uvicorn_server(server.app, host, port, log_level).run(sockets=[sockets[worker % len(sockets)]])
 
-    with sock:
+    try:
         if workers == 1:
             run()
         else:
-            serve_in_workers(lambda places: run(places, places.index), sock, workers, limits.capacity,
+            serve_in_workers(lambda places: run(places, places.index), workers, limits.capacity,
                              lambda line: print(f"roboreward serve: {line}", file=sys.stderr, flush=True))
+    finally:
+        for sock in sockets:
+            sock.close()

@@ -1,11 +1,11 @@
 """``roboreward serve --workers N``: N processes forked after the model is built and the port is bound.
 
-Each worker runs its own uvicorn event loop on the one listening socket (the kernel hands each new connection to
-a worker that is waiting in ``accept``: no balancer of ours). The model is built once, before the fork (HELM's
-imports, registries and client: seconds to minutes), so the workers start at once and share its memory until they
-write to it; gunicorn's ``--preload`` works the same way. HELM's request cache (one SQLite connection per lookup,
-``helm.common.cache.Cache.get``) and the media folder (content-addressed files written atomically) are files,
-shared the way ``helm-run -n`` threads and ``roboreward prepare -j`` processes share them.
+Each worker runs its own uvicorn event loop on a listening socket of its own on the one port (``SO_REUSEPORT``: the
+kernel spreads new connections over the sockets; no balancer of ours; server.worker_sockets). The model is built
+once, before the fork (HELM's imports, registries and client: seconds to minutes), so the workers start at once and
+share its memory until they write to it; gunicorn's ``--preload`` works the same way. HELM's request cache (one
+SQLite connection per lookup, ``helm.common.cache.Cache.get``) and the media folder (content-addressed files written
+atomically) are files, shared the way ``helm-run -n`` threads and ``roboreward prepare -j`` processes share them.
 
 The places a request takes (:class:`Places`) are counted for the whole server in shared memory: one slot per
 worker, written by that worker only, summed by all; a worker that dies has its slot cleared. No worker outlives the
@@ -17,7 +17,6 @@ import ctypes
 import multiprocessing
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -71,9 +70,9 @@ class Places:
             self._slots[self.index] -= count
 
 
-def serve_in_workers(run_worker: Callable[[Places], None], sock: socket.socket, workers: int, capacity: int,
+def serve_in_workers(run_worker: Callable[[Places], None], workers: int, capacity: int,
                      say: Callable[[str], None]) -> None:
-    """Fork ``workers`` processes that each call ``run_worker(places)`` (a uvicorn server on ``sock``).
+    """Fork ``workers`` processes that each call ``run_worker(places)``: a uvicorn server on socket ``places.index``.
 
     Then wait for them, replace one that ends on its own, and on SIGTERM or SIGINT stop them all gracefully and end
     with that signal's default action (as one uvicorn process does).

@@ -3,6 +3,7 @@ token, saturation, a stalled upload, SIGTERM with requests in flight), the place
 shared by the workers, and no worker outlives the server (``/proc`` after SIGTERM, and after SIGKILL of the parent).
 """
 
+import asyncio
 import http.client
 import json
 import os
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from helm_roboreward.reward.server import bound_socket
 from tests.helpers import reward
 from tests.helpers.fakes import CHAT, FakeModelServer
 from tests.helpers.fakes.exchange import constant
@@ -157,6 +159,40 @@ def test_bad_bodies_and_the_token_hold_in_every_worker(served: Served, fake: Fak
     assert served.held() == 0
 
 
+def test_connections_opened_at_once_spread_over_the_workers(served: Served) -> None:
+    """Keep-alive connections opened together (as a trainer's callers open them) reach both workers, fairly.
+
+    With one shared listening socket, the worker that woke first accepted every pending connection in its accept
+    loop (asyncio accepts up to the backlog per wake-up): benchmarks/reward_api.py's 32 callers all went to one
+    worker (32 and 0, 31 and 1) while the other idled. The workers are stopped while the clients connect, so every
+    connection is pending when they wake.
+    """
+    pids = served.workers()
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        connections = [socket.create_connection(("127.0.0.1", served.port), timeout=HANG) for _ in range(32)]
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    workers = []
+    try:
+        for sock in connections:
+            sock.sendall(f"GET /v1/model HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
+            answer = b""
+            while not (answer.endswith(b"}") and b"\r\n\r\n" in answer):
+                chunk = sock.recv(65536)
+                assert chunk, answer
+                answer += chunk
+            workers.append(json.loads(answer.split(b"\r\n\r\n", 1)[1])["server"]["worker"])
+    finally:
+        for sock in connections:
+            sock.close()
+    # the kernel spreads connections by a hash of their addresses: 32 over two workers gives each at least 6
+    # (a chance of 1 in 15,000 of fewer)
+    assert min(workers.count(0), workers.count(1)) >= 6, workers
+
+
 def test_a_full_server_is_full_in_every_worker(served: Served, fake: FakeModelServer) -> None:
     fake.behaviour = constant(delay=2.0)
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -239,3 +275,30 @@ def test_workers_out_of_range_is_one_line(tmp_path: Path, value: str) -> None:
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         f"roboreward serve: --workers {value}: must be a whole number in [1, 256] (worker processes), e.g. --workers "
         f"{os.cpu_count() and len(os.sched_getaffinity(0))}"], done.stderr
+
+
+def test_accepted_connections_send_without_nagle() -> None:
+    """The server's listening socket makes connections asyncio sets ``TCP_NODELAY`` on.
+
+    asyncio sets it only on sockets whose proto is ``IPPROTO_TCP`` (``base_events._set_nodelay``); a socket made with
+    proto 0 left Nagle on, and uvicorn's answer (headers, then body: two writes) waited for the client's delayed ACK:
+    40 ms added to every call (benchmarks/reward_api.py, one caller).
+    """
+    async def accept_one() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        with bound_socket("127.0.0.1", 0) as listening:
+            server = await asyncio.get_running_loop().create_server(Probe, sock=listening)
+            async with server:
+                _, writer = await asyncio.open_connection("127.0.0.1", listening.getsockname()[1])
+                nodelay = await asyncio.wait_for(accepted, HANG)
+                writer.close()
+            return nodelay
+
+    assert asyncio.run(accept_one()) != 0
