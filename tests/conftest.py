@@ -78,6 +78,7 @@ if "torch" in sys.modules:  # imported before this file (by a plugin): its threa
     sys.modules["torch"].set_num_threads(1)
 
 if TYPE_CHECKING:  # imported when first used: collecting the unit tests needs neither HELM nor PyAV
+    from tests.helpers.fakes.silent import SilentServer
     from tests.helpers.suite import SampleSuite, SuiteCopy
 
 
@@ -167,6 +168,16 @@ def copy_suite(sample_suite: "SampleSuite", tmp_path: Path) -> Callable[..., "Su
         return sample_suite.copy(tmp_path / f"suite-copy-{next(numbers)}", **options)
 
     return make
+
+
+@pytest.fixture
+def silent_hub() -> Iterator["SilentServer"]:
+    """A hub (any HTTP server) that accepts connections and never answers."""
+    from tests.helpers.fakes.silent import SilentServer
+
+    hub = SilentServer()
+    yield hub
+    hub.close()
 
 
 @pytest.fixture(scope="session")

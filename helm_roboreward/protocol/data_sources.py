@@ -274,7 +274,7 @@ def _normalize_subsets(subsets: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names))
 
 
-def _network_error_types() -> tuple[type[BaseException], ...]:
+def network_error_types() -> tuple[type[BaseException], ...]:
     """Exceptions that mean "the hub cannot be reached" for the HTTP client in use."""
     return (OfflineModeIsEnabled, ConnectionError, TimeoutError) + _loaded_error_types(_NETWORK_ERRORS)
 
@@ -284,8 +284,8 @@ def _probe(target: _Target) -> tuple[_RemoteTestFolder | None, BaseException | N
     api = HfApi(endpoint=target.endpoint, token=target.token)
     try:
         return _list_remote_test_folder(api, target), None
-    except _network_error_types() + (OSError,) as error:
-        if not (isinstance(error, _network_error_types()) or _is_hub_down(error)):
+    except network_error_types() + (OSError,) as error:
+        if not (isinstance(error, network_error_types()) or _is_hub_down(error)):
             raise _translate(error, target, None) from error
         logger.warning("Hugging Face Hub unavailable (%s); looking for a cached copy.",
                        describe_error(error, target.token))
@@ -352,7 +352,7 @@ def _snapshot(target: _Target, wanted: tuple[str, ...] | None, offline_cause: Ba
             local_files_only=offline_cause is not None,
             etag_timeout=limit_hub_requests(),
         )
-    except _network_error_types() + (OSError,) as error:
+    except network_error_types() + (OSError,) as error:
         raise _translate(error, target, offline_cause) from error
 
 
@@ -414,7 +414,7 @@ def _translate(error: BaseException, target: _Target, offline_cause: BaseExcepti
         return HubDownloadError(_access_message(target, cause, gated=True))
     if isinstance(error, RepositoryNotFoundError):
         return HubDownloadError(_access_message(target, cause, gated=False))
-    if isinstance(error, LocalEntryNotFoundError) or isinstance(error, _network_error_types()):
+    if isinstance(error, LocalEntryNotFoundError) or isinstance(error, network_error_types()):
         # huggingface_hub >= 2 names the missing files in IncompleteSnapshotError: keep that detail.
         detailed = type(error).__name__ == "IncompleteSnapshotError"
         reason = "the local cache holds no complete copy of the requested files"

@@ -14,6 +14,7 @@ import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import av
 
@@ -85,19 +86,33 @@ def _boxes(data: bytes, start: int, end: int) -> list[tuple[bytes, int, int]]:
     return found
 
 
+def top_level_boxes(handle: BinaryIO, size: int) -> Iterator[tuple[bytes, int, int, int]]:
+    """``(kind, position, box size, header size)`` of each top-level box of an open mp4 of ``size`` bytes.
+
+    Reads the boxes' headers only. Stops early at a box shorter than its header (a damaged file), so the last box's
+    end falls short of ``size`` for a damaged or truncated file.
+    """
+    position = 0
+    while position + 8 <= size:
+        handle.seek(position)
+        header = handle.read(16)
+        box_size, kind = struct.unpack(">I4s", header[:8])
+        header_size = 8
+        if box_size == 1 and len(header) == 16:  # a 64-bit size follows the type
+            box_size, header_size = struct.unpack(">Q", header[8:16])[0], 16
+        elif box_size == 0:  # the box runs to the end of the file
+            box_size = size - position
+        if box_size < header_size:
+            return
+        yield kind, position, box_size, header_size
+        position += box_size
+
+
 def _unknown_boxes(path: str) -> list[str]:
     """Box paths (``moov/uuid``) outside what a clean mp4 holds; reads the file's headers, not ``mdat``."""
     unknown: list[str] = []
     with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        position = 0
-        while position + 8 <= size:
-            handle.seek(position)
-            header = handle.read(16)
-            box_size, kind = struct.unpack(">I4s", header[:8])
-            box_size = struct.unpack(">Q", header[8:16])[0] if box_size == 1 else box_size or size - position
-            if box_size < 8:
-                break
+        for kind, position, box_size, _ in top_level_boxes(handle, os.fstat(handle.fileno()).st_size):
             if kind not in _TOP_LEVEL_BOXES:
                 unknown.append(kind.decode("latin-1"))
             elif kind == b"moov":
@@ -109,7 +124,6 @@ def _unknown_boxes(path: str) -> list[str]:
                     elif child == b"udta":
                         unknown += [f"moov/udta/{item.decode('latin-1')}" for item, _, _ in _boxes(moov, start, end)
                                     if item not in _UDTA_BOXES and not item.startswith(b"\xa9")]
-            position += box_size
     return unknown
 
 
@@ -273,7 +287,7 @@ def store_video(video_path: str, video_sha256: str, media_dir: str, full_check: 
         if os.path.islink(target) or (os.path.lexists(target) and not os.path.isfile(target)):
             os.unlink(target)
         if stripped:
-            _remux_atomically(video_path, target)
+            remux_atomically(video_path, target)
         else:
             copy_atomically(video_path, target)
         digest, size = file_digest(target), os.path.getsize(target)
@@ -303,7 +317,7 @@ def _prepared(mp4: NativeMp4, video_sha256: str) -> PreparedMedia:
                          mp4.rebuilt_because)
 
 
-def _remux_atomically(source: str, target: str) -> None:
+def remux_atomically(source: str, target: str) -> None:
     """:func:`remux_without_metadata` into a fresh temporary file, renamed over ``target``."""
     temporary = os.path.join(os.path.dirname(target), f".tmp-remux-{os.getpid()}-{os.urandom(6).hex()}.part")
     try:

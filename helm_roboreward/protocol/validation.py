@@ -7,6 +7,7 @@ Pure: no I/O.
 """
 
 import math
+import numbers
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -99,20 +100,28 @@ def gold_score_value(value: object, text: bool = False) -> int:
     return gold_score
 
 
+def is_number(value: object) -> bool:
+    """Any real number but a bool: Python's, numpy's (a pandas or parquet column gives ``np.float32``), Fraction.
+
+    numpy registers its numbers as :class:`numbers.Real` and its bool as none.
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def finite_number(value: object) -> float:
-    """``value`` as a finite float (an int or float, not a bool, not NaN or infinite).
+    """``value`` as a finite float (a real number, not a bool, not NaN or infinite).
 
     Raises:
         ValueError: Anything else.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):  # type: ignore[arg-type]  # a numbers.Real
         raise ValueError(f"expected a finite number, got {value!r}")
-    return float(value)
+    return float(value)  # type: ignore[arg-type]
 
 
 def frame_rate_problem(fps: object) -> str | None:
     """Why ``fps`` cannot be a video's frame rate, or None: a number :data:`MIN_FPS`..:data:`MAX_FPS`."""
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not MIN_FPS <= fps <= MAX_FPS:
+    if not is_number(fps) or not MIN_FPS <= fps <= MAX_FPS:  # type: ignore[operator]  # a numbers.Real
         return f"expected a frame rate {MIN_FPS:g}..{MAX_FPS:g} frames per second, got {fps!r}"
     return None
 

@@ -90,6 +90,18 @@ def progress_of(score: float | None) -> float | None:
     return min(1.0, max(0.0, (score - MIN_SCORE) / (MAX_SCORE - MIN_SCORE)))
 
 
+REWARD_VALUES = ("score", "progress", "expected_score", "expected_progress")
+"""The numbers a reward can be read as: what the TRL and verl adapters' ``value=`` and the server's ``?value=`` pick."""
+
+
+def reward_value(reward: Reward, value: str) -> float | None:
+    """The number ``value`` (one of :data:`REWARD_VALUES`) of a reward; None when it failed or has no such number."""
+    if reward.failed:
+        return None
+    number = progress_of(reward.expected_score) if value == "expected_progress" else getattr(reward, value)
+    return None if number is None or not math.isfinite(number) else float(number)
+
+
 def failed_reward(error: str, field: str | None = None) -> Reward:
     """The reward of a request that failed, or of an input that could not be used (``field``)."""
     return Reward(None, None, False, None, "", failed=True, error=error, field=field)

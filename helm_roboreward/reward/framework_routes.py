@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from helm_roboreward.reward.api import Reward, progress_of
+from helm_roboreward.reward.api import REWARD_VALUES, Reward, reward_value
 from helm_roboreward.reward.inputs import RewardInputError
 
-VALUES = ("score", "progress", "expected_score", "expected_progress")
+VALUES = REWARD_VALUES
 """What ``?value=`` picks as OpenRLHF's ``rewards`` (the same names as the TRL and verl adapters)."""
 
 
@@ -95,8 +95,8 @@ def openrlhf_answer(rewards: list[Reward], value: str, on_failure: float) -> dic
     A failed reward or one without that number gets ``on_failure``; ``extra_logs.roboreward_failed`` marks it, and
     ``errors`` and ``results`` (the ``/v1/score`` rewards) say why.
     """
-    chosen = [_number(reward, value) for reward in rewards]
-    progress = [_number(reward, "expected_progress" if value.startswith("expected") else "progress")
+    chosen = [reward_value(reward, value) for reward in rewards]
+    progress = [reward_value(reward, "expected_progress" if value.startswith("expected") else "progress")
                 for reward in rewards]
     return {
         "rewards": [on_failure if number is None else number for number in chosen],
@@ -106,13 +106,6 @@ def openrlhf_answer(rewards: list[Reward], value: str, on_failure: float) -> dic
         "errors": [reward.error if reward.failed else None for reward in rewards],
         "results": [reward.to_json() for reward in rewards],
     }
-
-
-def _number(reward: Reward, value: str) -> float | None:
-    if reward.failed:
-        return None
-    number = progress_of(reward.expected_score) if value == "expected_progress" else getattr(reward, value)
-    return None if number is None or not math.isfinite(number) else float(number)
 
 
 ROBOMETER_RENAME = (("video.images_base64", "trajectory.frames"), ("video.frames_base64", "trajectory.frames"),

@@ -25,9 +25,9 @@ import av
 import numpy as np
 from PIL import Image
 
-from helm_roboreward.protocol.native_videos import _remux_atomically
+from helm_roboreward.protocol.native_videos import remux_atomically, top_level_boxes
 from helm_roboreward.protocol.safe_files import file_digest, write_atomically
-from helm_roboreward.protocol.validation import MAX_FPS, has_visible_character, text_problem
+from helm_roboreward.protocol.validation import MAX_FPS, has_visible_character, is_number, text_problem
 from helm_roboreward.protocol.video_decoding import VideoError
 
 MAX_TASK_CHARACTERS = 1000
@@ -96,11 +96,6 @@ def check_task(task: object) -> str:
     if "\x00" in task:
         raise RewardInputError("task", "holds a NUL character; remove it")
     return task
-
-
-def is_number(value: object) -> bool:
-    """Any real number but a bool: Python's, numpy's (a pandas or parquet column gives ``np.float32``), Fraction."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 def check_count(value: object, field: str, minimum: int = 1) -> int:
@@ -360,7 +355,7 @@ def _verified_mp4(path: str, digest: str, inputs_folder: str) -> tuple[str, str]
     if not os.path.isfile(target):
         os.makedirs(os.path.dirname(target), exist_ok=True)
         try:
-            _remux_atomically(path, target)
+            remux_atomically(path, target)
         except VideoError as error:
             raise RewardInputError("video", f"holds bytes no sample uses and cannot be remuxed without them "
                                             f"({str(error).replace(path, 'it')})") from None
@@ -380,23 +375,15 @@ _SEND = ("send an mp4 (H.264, e.g. ffmpeg -i IN -an -c:v libx264 -pix_fmt yuv420
 
 
 def _mdat_bytes(path: str) -> int:
-    """The payload bytes of an mp4's top-level ``mdat`` boxes (headers read, nothing else)."""
-    total = 0
+    """The payload bytes of an mp4's top-level ``mdat`` boxes (headers read, nothing else).
+
+    -1 for a damaged file: never equal to the samples' bytes, so the file is remuxed.
+    """
+    total = end = 0
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        position = 0
-        while position + 8 <= size:
-            handle.seek(position)
-            header = handle.read(16)
-            box_size, kind = struct.unpack(">I4s", header[:8])
-            header_size = 8
-            if box_size == 1 and len(header) == 16:
-                box_size, header_size = struct.unpack(">Q", header[8:16])[0], 16
-            elif box_size == 0:
-                box_size = size - position
-            if box_size < header_size:
-                return -1  # damaged: never equal to the samples' bytes, so the file is remuxed
+        for kind, position, box_size, header_size in top_level_boxes(handle, size):
             if kind == b"mdat":
                 total += min(box_size, size - position) - header_size
-            position += box_size
-    return total if position == size else -1
+            end = position + box_size
+    return total if end == size else -1

@@ -8,14 +8,13 @@ parse): nothing here builds a request or reads an answer. A reward that failed, 
 cannot parse, has no value: the adapter returns its ``on_failure`` value instead (docs/rl_rewards.md).
 """
 
-import math
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from helm_roboreward.reward.api import Reward, RewardModel, option_dict
+from helm_roboreward.reward.api import REWARD_VALUES, RewardModel, option_dict, reward_value
 
-VALUES = ("score", "progress", "expected_score", "expected_progress")
+VALUES = REWARD_VALUES
 """``score``: the parsed score (1..5 for a well-behaved model); ``progress``: ``(score - 1) / 4`` clipped to 0..1;
 ``expected_score``: the probability-weighted mean of 1..5 over the answer token; ``expected_progress``: that mean
 on the 0..1 scale. The two expected values need ``options={"score": "expected"}`` on a deployment that returns
@@ -39,19 +38,8 @@ def check_value(value: object, options: Mapping[str, str]) -> str:
     return str(value)
 
 
-def value_of(reward: Reward, value: str) -> float | None:
-    """The chosen number of one reward; None when the request failed or the answer has no such number."""
-    if reward.failed:
-        return None
-    if value == "score":
-        number = reward.score
-    elif value == "progress":
-        number = reward.progress
-    else:
-        number = reward.expected_score
-        if number is not None and value == "expected_progress":
-            number = min(1.0, max(0.0, (number - 1.0) / 4.0))
-    return None if number is None or not math.isfinite(number) else float(number)
+value_of = reward_value
+"""The number ``value`` of a reward (:func:`helm_roboreward.reward.api.reward_value`)."""
 
 
 def shared_model(model: str, deployment: str | None = None, local_path: str = "prod_env",

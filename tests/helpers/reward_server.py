@@ -25,14 +25,20 @@ class Running:
 
     def call(self, method: str, path: str, body: Any = None, token: str | None = None,
              raw: bytes | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-        connection.request(method, path, body=data, headers=headers)
-        response = connection.getresponse()
-        payload = response.read()
-        connection.close()
-        return response.status, (json.loads(payload) if payload else {}), dict(response.getheaders())
+        return http_call(self.port, method, path, body, token, raw)
+
+
+def http_call(port: int, method: str, path: str, body: Any = None, token: str | None = None,
+              raw: bytes | None = None, timeout: float = 30) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """One request to the server on ``port``: its status, JSON answer and headers (``raw``: the body as bytes)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    connection.request(method, path, body=data, headers=headers)
+    response = connection.getresponse()
+    payload = response.read()
+    connection.close()
+    return response.status, (json.loads(payload) if payload else {}), dict(response.getheaders())
 
 
 def start(app: RewardServer) -> Iterator[Running]:

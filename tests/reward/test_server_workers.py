@@ -4,7 +4,6 @@ shared by the workers, and no worker outlives the server (``/proc`` after SIGTER
 """
 
 import asyncio
-import http.client
 import json
 import os
 import queue
@@ -29,7 +28,7 @@ from tests.helpers.fakes import CHAT, FakeModelServer
 from tests.helpers.fakes.exchange import constant
 from tests.helpers.fakes.silent import SilentServer
 from tests.helpers.harness import helm_environment, reap
-from tests.helpers.reward_server import mp4_item
+from tests.helpers.reward_server import http_call, mp4_item
 
 TOKEN = "t0ken-for-the-worker-tests-0123456789"
 HANG = 120  # seconds: only a hang takes this long
@@ -45,14 +44,7 @@ class Served:
 
     def call(self, method: str, path: str, body: Any = None, token: str | None = TOKEN,
              raw: bytes | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=HANG)
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-        connection.request(method, path, body=data, headers=headers)
-        response = connection.getresponse()
-        payload = response.read()
-        connection.close()
-        return response.status, (json.loads(payload) if payload else {}), dict(response.getheaders())
+        return http_call(self.port, method, path, body, token, raw, timeout=HANG)
 
     def held(self) -> int:
         return int(self.call("GET", "/v1/model")[1]["server"]["held"])

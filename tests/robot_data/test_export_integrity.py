@@ -10,10 +10,8 @@ import json
 import os
 import resource
 import signal
-import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,7 +19,7 @@ import pytest
 
 from helm_roboreward import cli as roboreward
 from helm_roboreward.protocol.rules import SCENARIO_CLASS
-from tests.helpers.fakes.silent import SilentServer
+from tests.helpers.fakes.silent import SilentServer, refused_url
 from tests.helpers.harness import check_completed, cli, helm_environment
 
 SUITE = "s"
@@ -156,19 +154,6 @@ def test_a_full_disk_leaves_the_earlier_export(workdir: Path) -> None:
            "there is kept" in process.stderr
     assert (workdir / "p.parquet").read_bytes() == earlier
     assert sorted(os.listdir(workdir)) == ["benchmark_output", "p.parquet"]
-
-
-@pytest.fixture
-def silent_hub() -> Iterator[SilentServer]:
-    hub = SilentServer()
-    yield hub
-    hub.close()
-
-
-def refused_url() -> str:
-    with socket.socket() as probe:  # bound, never listening: connections to it are refused
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
 
 
 @pytest.mark.parametrize("hub", ["refused", "silent"])

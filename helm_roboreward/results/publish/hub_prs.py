@@ -11,7 +11,6 @@ out 5 times.
 
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,16 +19,17 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.utils import HfHubHTTPError, RepositoryNotFoundError
 
 from helm_roboreward.config import MODEL_DEPLOYMENTS_FILE, config_dir
-from helm_roboreward.protocol.data_sources import HUB_TIMEOUT_VARIABLE, limit_hub_requests
+from helm_roboreward.protocol.data_sources import (
+    HUB_TIMEOUT_VARIABLE,
+    hub_timeout_error_types,
+    limit_hub_requests,
+    network_error_types,
+)
 from helm_roboreward.results.publish.eval_results import EVAL_RESULTS_FILE
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+\Z")
 _REPO_ARGS = ("checkpoint", "served_model_name")
 PR_TITLE = "Add RoboRewardBench evaluation results"
-_TRANSPORT_ERRORS = (("httpx2", "TransportError"), ("httpx", "TransportError"), ("requests", "ConnectionError"))
-"""(module, class) of the "cannot reach the Hub" errors of the HTTP clients huggingface_hub versions use."""
-_TIMEOUT_ERRORS = (("httpx2", "TimeoutException"), ("httpx", "TimeoutException"), ("requests", "Timeout"))
-"""(module, class) of their "no answer in time" errors."""
 
 
 class PublishError(Exception):
@@ -110,19 +110,14 @@ def open_pull_request(repo: str, content: str, description: str, endpoint: str |
     except RepositoryNotFoundError:
         return PullRequest(repo, None, f"no model repo {repo} on {api.endpoint} (or no access to it): check "
                                        "--hub-repo and your token (HF_TOKEN)")
-    except _errors(_TIMEOUT_ERRORS):
+    except hub_timeout_error_types():
         return PullRequest(repo, None, f"pull request on {repo} failed: no answer from {api.endpoint} within "
                                        f"{seconds:g} s ({HUB_TIMEOUT_VARIABLE}, per request, after huggingface_hub's "
                                        "retries): check the connection and HF_ENDPOINT, then rerun with --open-pr")
-    except (HfHubHTTPError, OSError) + _errors(_TRANSPORT_ERRORS) as error:
+    except (HfHubHTTPError, OSError) + network_error_types() as error:
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         return PullRequest(repo, None, f"the Hub refused the pull request on {repo}: {first_line}")
     return PullRequest(repo, info.pr_url)
-
-
-def _errors(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], ...]:
-    found = (getattr(sys.modules.get(module), name, None) for module, name in names)
-    return tuple(error for error in found if isinstance(error, type) and issubclass(error, BaseException))
 
 
 def repo_of(model: str, deployment: str, named: Mapping[str, str], by_deployment: Mapping[str, str]) -> str | None:

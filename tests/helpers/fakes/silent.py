@@ -29,3 +29,11 @@ class SilentServer:
         for connection in self.accepted:
             connection.close()
         self.socket.close()
+
+
+def refused_url() -> str:
+    """A loopback address nothing listens on: the port was bound, never listened on, and let go, so connections to it
+    are refused (time-limit and error-message tests)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"

@@ -5,33 +5,19 @@ a request that timed out 5 times (1, 2, 4, 8, 8 s apart), so a silent hub fails 
 limits.
 """
 
-import socket
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from helm_roboreward.results.publish.eval_results import EVAL_RESULTS_FILE
 from helm_roboreward.results.publish.hub_prs import PublishError, open_pull_request
-from tests.helpers.fakes.silent import SilentServer
+from tests.helpers.fakes.silent import SilentServer, refused_url
 from tests.helpers.harness import cli, helm_environment
 from tests.helpers.suite import SUITE, SuiteCopy
 
 REPO = "lab/constant-3-weights"
-
-
-@pytest.fixture
-def silent_hub() -> Iterator[SilentServer]:
-    hub = SilentServer()
-    yield hub
-    hub.close()
-
-
-def refused_url() -> str:
-    with socket.socket() as probe:  # bound, never listening: connections to it are refused
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
 
 
 @pytest.mark.slow  # huggingface_hub's retries wait 23 s whatever the limit
